@@ -1,0 +1,40 @@
+"""The emulators that ``labctl`` starts, and what each one publishes in ``endpoints.yml``.
+
+Each entry names a script ``tests/lab/<name>.py`` that follows the contract in ``lab.common``.
+``endpoint(host, port, state_dir)`` returns the entry written under ``emulators.<name>`` in
+``inventories/lab/.state/endpoints.yml``: URLs, lab credentials and kubeconfig paths that the lab
+inventory reads. Lab credentials are fixed, well-known test values: the lab is loopback only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LAB_DIR = Path(__file__).resolve().parent
+
+EndpointFn = Callable[[str, int, Path], dict[str, Any]]
+ArgsFn = Callable[[Path], list[str]]
+
+
+def _no_args(_state_dir: Path) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Emulator:
+    name: str
+    endpoint: EndpointFn
+    extra_args: ArgsFn = _no_args
+    # Files the emulator writes once it is ready to serve (besides accepting TCP connections).
+    ready_files: Callable[[Path], list[Path]] = field(default=lambda _state_dir: [])
+
+    @property
+    def script(self) -> Path:
+        return LAB_DIR / f"{self.name}.py"
+
+
+# Registered emulators, in start order. Each later issue adds its own entry.
+EMULATORS: tuple[Emulator, ...] = ()
