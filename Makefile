@@ -1,0 +1,147 @@
+# metalplane.inference: every command a user or CI runs.
+#
+#   make demo    the main job on the lab digital twin (sets itself up on a fresh machine)
+#   make test    everything CI runs: ruff, ansible-test sanity (both controller lanes),
+#                ansible-lint, pytest (unit + integration), molecule `lab`
+#
+# Both set up their own virtualenvs from PyPI on first use (a minute or two) and then reuse them.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Controller lanes of the support matrix: the newest CPython >= 3.12 with the current ansible
+# (ansible-core 2.21), and CPython 3.11 with ansible-core 2.19.
+PYTHON_NEW ?= $(shell scripts/find-python.sh new)
+PYTHON_OLD ?= $(shell scripts/find-python.sh old)
+PYTHON_MAIN := $(if $(PYTHON_NEW),$(PYTHON_NEW),$(PYTHON_OLD))
+
+VENV := .venv
+VENV_219 := .venv-core2.19
+BIN := $(abspath $(VENV))/bin
+BUILD := .build
+COLLECTIONS := $(abspath $(BUILD))/collections
+# Outside the checkout: inside it, ansible-test would ask git for the file list, and git ignores .build.
+SANITY_ROOT := $(or $(TMPDIR),/tmp)/metalplane-inference-sanity-$(shell printf %s "$(CURDIR)" | md5sum | cut -c1-8)
+COLLECTION_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help venv venv-core219 test lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
+	molecule demo lab-up lab-down lab-status bench dist ee-context docs clean
+
+help:
+	@echo "make demo        run the main job on the lab digital twin"
+	@echo "make test        run every check CI runs"
+	@echo "make test-k8s-real   run the Kubernetes suites against a real kube-apiserver (slow, opt-in)"
+	@echo "make bench       run the benchmarks (figures in docs/benchmarks.md)"
+	@echo "make dist        build the collection tarball into dist/"
+	@echo "make lab-up | lab-status | lab-down   drive the digital twin by hand"
+
+# ---------------------------------------------------------------------------------------------
+# Set-up: virtualenvs and the collection tree ansible needs (ansible_collections/<ns>/<name>).
+
+$(VENV)/.stamp: requirements.txt tests/requirements-dev.txt
+	@test -n "$(PYTHON_MAIN)" || { echo "No CPython >= 3.11 found (PATH or pyenv)"; exit 1; }
+	$(PYTHON_MAIN) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -r tests/requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.stamp collection-tree
+
+# The ansible-core 2.19 lane: only when both a 3.11 and a newer interpreter exist.
+$(VENV_219)/.stamp: requirements.txt tests/requirements-core219.txt
+	$(PYTHON_OLD) -m venv $(VENV_219)
+	$(VENV_219)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_219)/bin/python -m pip install --quiet -r tests/requirements-core219.txt
+	touch $@
+
+venv-core219: $(if $(and $(PYTHON_NEW),$(PYTHON_OLD)),$(VENV_219)/.stamp)
+
+.PHONY: collection-tree sanity-tree
+collection-tree:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/metalplane
+	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/metalplane/inference
+
+# ---------------------------------------------------------------------------------------------
+# make test
+
+test: venv venv-core219
+	$(MAKE) --no-print-directory lint sanity ansible-lint pytest pytest-core219 molecule
+	@echo "make test: all checks passed"
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# ansible-test wants the collection as a real directory under ansible_collections/ (a symlink is
+# resolved to the checkout, which is not under ansible_collections/): copy the files git knows.
+sanity-tree:
+	@rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)/ansible_collections/metalplane/inference
+	@git ls-files -z --cached --others --exclude-standard \
+		| tar --null --files-from=- --ignore-failed-read -cf - 2>/dev/null \
+		| tar -xf - -C $(SANITY_ROOT)/ansible_collections/metalplane/inference
+
+sanity: sanity-new sanity-old
+
+sanity-new: venv sanity-tree
+	scripts/ansible-test-offline.sh $(BIN)/python
+	cd $(SANITY_ROOT)/ansible_collections/metalplane/inference && \
+		$(BIN)/ansible-test sanity --local --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
+		--color no
+
+sanity-old: venv-core219 sanity-tree
+	@if [ -x $(VENV_219)/bin/ansible-test ]; then \
+		scripts/ansible-test-offline.sh $(VENV_219)/bin/python; \
+		cd $(SANITY_ROOT)/ansible_collections/metalplane/inference && \
+		PATH=$(abspath $(VENV_219))/bin:$$PATH $(abspath $(VENV_219))/bin/ansible-test sanity --local --python 3.11 --color no; \
+	else echo "sanity-old: skipped (needs both CPython 3.11 and >= 3.12)"; fi
+
+ansible-lint: venv
+	$(BIN)/ansible-lint --profile production --offline
+
+pytest: venv
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+# The 2.19 lane runs the unit tests too: module code must work on both controller lanes.
+pytest-core219: venv-core219
+	@if [ -x $(VENV_219)/bin/pytest ]; then \
+		$(VENV_219)/bin/python -m pytest -q tests/unit; \
+	else echo "pytest-core219: skipped (needs both CPython 3.11 and >= 3.12)"; fi
+
+molecule: venv
+	cd $(CURDIR) && $(BIN)/molecule test -s lab
+
+# ---------------------------------------------------------------------------------------------
+# make demo and the lab
+
+demo: venv
+	scripts/demo.sh
+
+lab-up: venv
+	$(BIN)/python tests/lab/labctl.py up
+
+lab-status: venv
+	$(BIN)/python tests/lab/labctl.py status
+
+lab-down: venv
+	$(BIN)/python tests/lab/labctl.py down
+
+bench: venv
+	@for bench in tests/bench/bench_*.py; do echo "== $$bench"; $(BIN)/python $$bench; done
+
+# ---------------------------------------------------------------------------------------------
+# Packaging
+
+dist: venv
+	$(BIN)/ansible-galaxy collection build --force --output-path dist
+
+ee-context: dist
+	$(BIN)/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee-context
+
+clean:
+	rm -rf $(BUILD) dist tests/output .ansible collections
+
+-include mk/*.mk

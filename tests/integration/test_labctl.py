@@ -1,0 +1,101 @@
+"""labctl starts every registered emulator, is harmless twice, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from lab.registry import EMULATORS
+
+LABCTL = Path(__file__).resolve().parents[1] / "lab" / "labctl.py"
+
+
+def labctl(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(LABCTL), *args, "--state-dir", str(state_dir), "--delay-scale", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def our_processes(state_dir: Path) -> list[int]:
+    """PIDs of live processes whose command line names this state directory."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(state_dir) in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path):
+    path = tmp_path / "state"
+    yield path
+    labctl(path, "down")  # whatever a failing test left running
+
+
+def test_up_twice_then_down_leaves_no_process(state_dir: Path) -> None:
+    assert EMULATORS, "no emulator is registered in tests/lab/registry.py"
+
+    first = labctl(state_dir, "up")
+    assert first.returncode == 0, first.stderr
+    endpoints = yaml.safe_load((state_dir / "endpoints.yml").read_text())
+    assert set(endpoints["emulators"]) == {e.name for e in EMULATORS}
+    assert (state_dir / "endpoints.yml").stat().st_mode & 0o777 == 0o600
+    pids = sorted(our_processes(state_dir))
+    assert len(pids) >= len(EMULATORS)
+
+    second = labctl(state_dir, "up")
+    assert second.returncode == 0, second.stderr
+    assert sorted(our_processes(state_dir)) == pids, "a second up must not start anything new"
+
+    status = labctl(state_dir, "status")
+    assert status.stdout.count(" up ") == len(EMULATORS), status.stdout
+
+    down = labctl(state_dir, "down")
+    assert down.returncode == 0, down.stderr
+    assert our_processes(state_dir) == []
+    assert not (state_dir / "endpoints.yml").exists()
+    assert (state_dir / "logs").is_dir(), "logs are kept for post-mortems"
+
+
+def test_down_after_an_emulator_crashed(state_dir: Path) -> None:
+    assert labctl(state_dir, "up").returncode == 0
+    victim = our_processes(state_dir)[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while victim in our_processes(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert "dead" in labctl(state_dir, "status").stdout
+    assert labctl(state_dir, "down").returncode == 0
+    assert our_processes(state_dir) == []
+
+
+def test_down_never_touches_a_process_it_did_not_start(state_dir: Path) -> None:
+    """A recorded PID that now belongs to another process (PID reuse) is left alone."""
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state_dir.mkdir(parents=True)
+        record = f'[{{"name": "vultr", "pid": {stranger.pid}, "port": 1, "start_ticks": 1, "script": "x"}}]'
+        (state_dir / "processes.json").write_text(record)
+        assert labctl(state_dir, "down").returncode == 0
+        assert stranger.poll() is None, "labctl killed a process it did not start"
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -1,0 +1,264 @@
+"""Start, stop and inspect the lab digital twin: every registered emulator on loopback.
+
+    python tests/lab/labctl.py up [--delay-scale F]    start what is not running, write endpoints.yml
+    python tests/lab/labctl.py status                  what runs, where, and whether it answers
+    python tests/lab/labctl.py down                    stop only what labctl started, clean state
+
+Why a supervisor of its own: the playbooks, molecule and ``make demo`` need the emulators as real
+processes on real ports, and a developer's machine must never be left with stray servers. Every
+process is recorded (PID plus its kernel start time) the moment it is spawned, so ``down`` after a
+crash of labctl or of an emulator still finds and stops exactly what labctl started, and never a
+process that merely reused a PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; see lab/common.py
+
+import yaml
+from lab.common import LOOPBACK, free_port
+from lab.registry import EMULATORS, Emulator
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STATE_DIR = REPO_ROOT / "inventories" / "lab" / ".state"
+PROCESSES_FILE = "processes.json"
+ENDPOINTS_FILE = "endpoints.yml"
+READY_TIMEOUT = 30.0  # seconds an emulator gets to accept connections and write its files
+STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL
+PRIVATE_MODE = 0o600  # endpoints.yml carries (lab) credentials
+
+
+@dataclass
+class Running:
+    """One emulator process labctl started."""
+
+    name: str
+    pid: int
+    port: int
+    start_ticks: int | None  # /proc/<pid>/stat field 22: tells a live PID from a reused one
+    script: str
+
+    @property
+    def alive(self) -> bool:
+        return _start_ticks(self.pid) is not None and (
+            self.start_ticks is None or _start_ticks(self.pid) == self.start_ticks
+        )
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Kernel start time of ``pid`` in clock ticks, or None if no such (live) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:  # not Linux: fall back to "a process with this PID exists"
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return 0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":  # a zombie has exited; it only waits for its parent
+        return None
+    return int(fields[19])
+
+
+class Lab:
+    """The lab's state directory and the processes recorded in it."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.log_dir = state_dir / "logs"
+        self.processes_file = state_dir / PROCESSES_FILE
+        self.endpoints_file = state_dir / ENDPOINTS_FILE
+
+    # -- records -------------------------------------------------------------------------------
+    def recorded(self) -> dict[str, Running]:
+        if not self.processes_file.exists():
+            return {}
+        raw = json.loads(self.processes_file.read_text())
+        return {item["name"]: Running(**item) for item in raw}
+
+    def _record(self, running: dict[str, Running]) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.processes_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(r) for r in running.values()], indent=2))
+        tmp.replace(self.processes_file)
+
+    # -- up ------------------------------------------------------------------------------------
+    def up(self, delay_scale: float) -> dict[str, Running]:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        running = {name: r for name, r in self.recorded().items() if r.alive}
+        for emulator in EMULATORS:
+            if emulator.name in running:
+                continue
+            started = self._spawn(emulator, delay_scale)
+            running[emulator.name] = started
+            self._record(running)  # before waiting: a crash from here on is still cleaned by down
+            try:
+                self._wait_ready(emulator, started)
+            except RuntimeError:
+                self.down()
+                raise
+        self._record(running)
+        self._write_endpoints(running, delay_scale)
+        return running
+
+    def _spawn(self, emulator: Emulator, delay_scale: float) -> Running:
+        port = free_port()
+        cmd = [
+            sys.executable,
+            str(emulator.script),
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(port),
+            "--delay-scale",
+            str(delay_scale),
+            "--state-dir",
+            str(self.state_dir),
+            *emulator.extra_args(self.state_dir),
+        ]
+        log = (self.log_dir / f"{emulator.name}.log").open("ab")
+        proc = subprocess.Popen(  # noqa: S603 - our own script, fixed arguments
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        log.close()
+        return Running(emulator.name, proc.pid, port, _start_ticks(proc.pid), str(emulator.script))
+
+    def _wait_ready(self, emulator: Emulator, running: Running) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        files = emulator.ready_files(self.state_dir)
+        while time.monotonic() < deadline:
+            if not running.alive:
+                raise RuntimeError(f"{emulator.name} exited during start-up; see {self._log(emulator.name)}")
+            if _accepts(running.port) and all(path.exists() for path in files):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{emulator.name} not ready after {READY_TIMEOUT:g}s; see {self._log(emulator.name)}")
+
+    def _log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def _write_endpoints(self, running: dict[str, Running], delay_scale: float) -> None:
+        emulators = {e.name: e for e in EMULATORS}
+        document: dict[str, Any] = {
+            "lab": {"state_dir": str(self.state_dir), "delay_scale": delay_scale},
+            "emulators": {
+                name: emulators[name].endpoint(LOOPBACK, r.port, self.state_dir)
+                for name, r in running.items()
+                if name in emulators
+            },
+        }
+        header = "# Written by tests/lab/labctl.py; read by inventories/lab. Lab-only credentials.\n"
+        fd = os.open(self.endpoints_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(header + yaml.safe_dump(document, sort_keys=False))
+        os.chmod(self.endpoints_file, PRIVATE_MODE)
+
+    # -- down ----------------------------------------------------------------------------------
+    def down(self) -> list[str]:
+        """Stop every recorded process that is still ours; return the names that were stopped."""
+        stopped = []
+        for running in self.recorded().values():
+            if running.alive:
+                _terminate(running)
+                stopped.append(running.name)
+        self.processes_file.unlink(missing_ok=True)
+        self.endpoints_file.unlink(missing_ok=True)
+        return stopped
+
+    # -- status --------------------------------------------------------------------------------
+    def status(self) -> list[dict[str, Any]]:
+        recorded = self.recorded()
+        rows = []
+        for emulator in EMULATORS:
+            running = recorded.get(emulator.name)
+            rows.append(
+                {
+                    "name": emulator.name,
+                    "pid": running.pid if running else None,
+                    "port": running.port if running else None,
+                    "state": _state(running),
+                }
+            )
+        return rows
+
+
+def _state(running: Running | None) -> str:
+    if running is None:
+        return "stopped"
+    if not running.alive:
+        return "dead (run down, then up)"
+    return "up" if _accepts(running.port) else "not answering"
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((LOOPBACK, port)) == 0
+
+
+def _terminate(running: Running) -> None:
+    """SIGTERM the emulator's process group, then SIGKILL it if it outlives the grace period."""
+    try:
+        os.killpg(running.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + STOP_GRACE
+    while time.monotonic() < deadline:
+        if not running.alive:
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(running.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR, help="default: %(default)s")
+    parser.add_argument(
+        "--delay-scale",
+        type=float,
+        default=float(os.environ.get("LAB_DELAY_SCALE", "1.0")),
+        help="multiplies every simulated delay; 0 = instant (env LAB_DELAY_SCALE)",
+    )
+    args = parser.parse_args(argv)
+    lab = Lab(args.state_dir.resolve())
+    if args.command == "up":
+        try:
+            running = lab.up(args.delay_scale)
+        except RuntimeError as exc:
+            print(f"labctl: {exc}", file=sys.stderr)
+            return 1
+        for r in running.values():
+            print(f"{r.name:<10} up    pid {r.pid:<8} 127.0.0.1:{r.port}")
+        print(f"endpoints: {lab.endpoints_file}")
+        return 0
+    if args.command == "down":
+        stopped = lab.down()
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        return 0
+    for row in lab.status():
+        where = f"127.0.0.1:{row['port']}" if row["port"] else "-"
+        print(f"{row['name']:<10} {row['state']:<26} pid {row['pid'] or '-':<8} {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
