@@ -1,0 +1,96 @@
+"""The collection as users receive it: the built tarball, ansible-doc, the EE definition, the docs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from support.collection import REPO_ROOT, ansible_env
+
+BIN = Path(sys.executable).parent
+# Nothing a developer's machine or a test run leaves in the tree may reach users.
+FORBIDDEN_PARTS = {".venv", ".venv-core2.19", "__pycache__", ".build", ".ansible", ".pytest_cache", ".ruff_cache"}
+FORBIDDEN_PREFIXES = ("tests/output", "inventories/lab/.state", "dist/", "collections/")
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [str(BIN / "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(out)],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        env=ansible_env(),
+    )
+    version = yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())["version"]
+    return out / f"metalplane-inference-{version}.tar.gz"
+
+
+def test_tarball_holds_no_caches_virtualenvs_or_test_output(tarball: Path) -> None:
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    leaked = [
+        n for n in names if FORBIDDEN_PARTS & set(Path(n).parts) or n.startswith(FORBIDDEN_PREFIXES) or n.endswith(".pyc")
+    ]
+    assert leaked == []
+    assert "MANIFEST.json" in names
+    assert "meta/runtime.yml" in names
+    assert "requirements.txt" in names
+
+
+def test_ansible_doc_lists_every_module_that_exists() -> None:
+    listed = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "module", "-l", "metalplane.inference", "--json"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=ansible_env(),
+    ).stdout
+    on_disk = {f"metalplane.inference.{p.stem}" for p in (REPO_ROOT / "plugins" / "modules").glob("*.py")}
+    on_disk.discard("metalplane.inference.__init__")
+    assert set(json.loads(listed)) == on_disk
+
+
+def test_action_groups_name_existing_modules_and_cover_them_all() -> None:
+    runtime = yaml.safe_load((REPO_ROOT / "meta" / "runtime.yml").read_text())
+    grouped = {m for members in runtime["action_groups"].values() for m in members}
+    modules = {p.stem for p in (REPO_ROOT / "plugins" / "modules").glob("*.py")} - {"__init__"}
+    assert grouped <= modules, f"groups name missing modules: {sorted(grouped - modules)}"
+    assert modules <= grouped, f"modules without an action group: {sorted(modules - grouped)}"
+
+
+def test_module_reference_is_current() -> None:
+    check = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "gen-module-docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        env=ansible_env(),
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_ansible_builder_accepts_the_execution_environment(tarball: Path, tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    shutil.copy(tarball, tmp_path / "dist" / tarball.name)
+    shutil.copy(REPO_ROOT / "execution-environment.yml", tmp_path)
+    result = subprocess.run(
+        [str(BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c", "context"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    containerfile = next((tmp_path / "context").glob("*file"))
+    assert "ansible-galaxy collection install" in containerfile.read_text() or (
+        tmp_path / "context" / "_build" / "requirements.yml"
+    ).exists()
