@@ -1,0 +1,674 @@
+"""Supervisor of the real kube-apiserver lane: etcd + kube-apiserver + controller-manager + scheduler + fake kubelet.
+
+Why: the emulator is only as honest as the real server it copies. This starts a real Kubernetes
+v1.20.2 control plane (built by ``scripts/k8s-real/build.sh``) on free 127.0.0.1 ports, writes a
+kubeconfig, waits until it is usable, and stops *everything it started* (each process runs in its
+own process group, which is killed as a whole and checked empty).
+
+    python scripts/k8s-real/lane.py start  [--state-dir D] [--nodes N --gpus G] [--no-controllers]
+    python scripts/k8s-real/lane.py status [--state-dir D]
+    python scripts/k8s-real/lane.py stop   [--state-dir D]
+    python scripts/k8s-real/lane.py run    [--state-dir D] [...] -- CMD ARGS...   # start, run CMD, always stop
+
+``run`` gives CMD the environment ``MP_KUBE_TARGET=real`` and ``MP_REAL_KUBECONFIG=<state>/kubeconfig``
+and exits with CMD's status. Traps this handles (see docs/testing/k8s-real.md): 1.20's
+``--insecure-port`` is a no-op, so the apiserver serves TLS (a CA made here, verified by clients)
+and authenticates a static token; ``--disable-admission-plugins=ServiceAccount`` because the
+token controller is off (no pod needs a service-account token here).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TESTS_DIR = REPO_ROOT / "tests"
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+import argparse
+import base64
+import contextlib
+import datetime
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import signal
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from types import FrameType
+from typing import Any
+
+import yaml
+from k8s_real.kubehttp import KubeHttp, KubeHttpError, Target
+from lab.common import LOOPBACK, free_port
+from support.collection import install_collection_finder
+
+install_collection_finder()
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import WaitTimeout
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+
+VERSION = os.environ.get("K8S_REAL_VERSION", "v1.20.2")
+CACHE_ROOT = Path(
+    os.environ.get("K8S_REAL_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "metalplane" / "k8s-real"
+)
+DEFAULT_BIN = CACHE_ROOT / VERSION / "bin"
+DEFAULT_STATE = CACHE_ROOT / "run"
+FAKE_KUBELET = TESTS_DIR / "k8s_real" / "fake_kubelet.py"
+
+# Probes poll quickly at first (a ready component is noticed within ~0.2 s) and settle at 1 s.
+PROBE_BACKOFF = Backoff(initial=0.2, cap=1.0, factor=1.5, jitter=0.1)
+# On a shared 2-core machine the apiserver needs 10-40 s to become ready; 240 s leaves room.
+DEFAULT_START_TIMEOUT = 240.0
+# SIGTERM first; whatever still lives after this many seconds gets SIGKILL.
+STOP_GRACE = 15.0
+SERVICE_CIDR = "10.96.0.0/16"
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+class LaneError(Exception):
+    """The lane could not be started or stopped; the message says what to look at."""
+
+
+# --------------------------------------------------------------------------------------------
+# State: which processes this lane started (so ``stop`` works from another process).
+
+
+@dataclass
+class Proc:
+    name: str
+    pid: int
+    start_ticks: int  # /proc/<pid>/stat field 22: tells a live process from a recycled pid
+    log: str
+
+
+@dataclass
+class LaneState:
+    state_dir: str
+    server: str = ""
+    kubeconfig: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    processes: list[Proc] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.state_dir) / "lane.json"
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        tmp.replace(self.path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LaneState | None:
+        path = state_dir / "lane.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["processes"] = [Proc(**p) for p in data.get("processes", [])]
+        return cls(**data)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name, or None if the pid does not exist."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def start_ticks(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[19]) if fields else -1
+
+
+def is_ours(proc: Proc) -> bool:
+    """The pid still names the process we started (and it is not a zombie)."""
+    fields = _stat(proc.pid)
+    return bool(fields) and fields[0] != "Z" and int(fields[19]) == proc.start_ticks
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited children so they do not linger as zombies."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+# --------------------------------------------------------------------------------------------
+# PKI, token and kubeconfig
+
+
+def write_private(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+
+
+def make_pki(pki: Path) -> dict[str, Path]:
+    """A CA, the apiserver's serving certificate (127.0.0.1 / localhost / kubernetes.default...) and the SA key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import NameOID
+
+    def pem_key(key: Any) -> bytes:
+        return key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        )
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "metalplane-k8s-real-ca")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"]
+    names.append("kubernetes.default.svc.cluster.local")
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName(n) for n in names]
+        + [x509.IPAddress(ipaddress.ip_address(LOOPBACK)), x509.IPAddress(ipaddress.ip_address("10.96.0.1"))]
+    )
+    server_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(san, critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    files = {
+        "ca": pki / "ca.crt",
+        "server_cert": pki / "apiserver.crt",
+        "server_key": pki / "apiserver.key",
+        "sa_key": pki / "sa.key",
+    }
+    write_private(files["ca"], ca_cert.public_bytes(serialization.Encoding.PEM))
+    write_private(files["server_cert"], server_cert.public_bytes(serialization.Encoding.PEM))
+    write_private(files["server_key"], pem_key(server_key))
+    write_private(files["sa_key"], pem_key(sa_key))
+    return files
+
+
+def kubeconfig_yaml(server: str, ca_pem: bytes, token: str) -> bytes:
+    """The lane's kubeconfig: TLS verified against the lane's CA, bearer token, namespace default."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "k8s-real",
+                "cluster": {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
+            }
+        ],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": "k8s-real", "context": {"cluster": "k8s-real", "user": "admin", "namespace": "default"}}],
+        "current-context": "k8s-real",
+    }
+    return yaml.safe_dump(config, sort_keys=False).encode()
+
+
+# --------------------------------------------------------------------------------------------
+# Probes
+
+
+def _https_ok(url: str, context: ssl.SSLContext, token: str | None = None) -> Poll[str]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5) as response:
+            body = response.read().decode("utf-8", "replace").strip()
+            return Poll(response.status == 200, f"{response.status} {body[:200]}")
+    except urllib.error.HTTPError as exc:
+        return Poll(False, f"{exc.code} {exc.read().decode('utf-8', 'replace')[:300]}")
+    except (urllib.error.URLError, OSError) as exc:
+        return Poll(False, f"unreachable: {exc}")
+
+
+class Lane:
+    """One control plane in one state directory."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        bin_dir: Path = DEFAULT_BIN,
+        *,
+        nodes: int = 2,
+        gpus: int = 8,
+        controllers: bool = True,
+        node_labels: list[str] | None = None,
+        python: str = sys.executable,
+        timeout: float = DEFAULT_START_TIMEOUT,
+    ) -> None:
+        self.state_dir = state_dir.resolve()
+        self.bin_dir = bin_dir
+        self.nodes = nodes
+        self.gpus = gpus
+        self.controllers = controllers
+        self.node_labels = node_labels or []
+        self.python = python
+        self.timeout = timeout
+        self.state = LaneState(state_dir=str(self.state_dir))
+        self._deadline = 0.0
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    def _remaining(self) -> float:
+        return max(1.0, self._deadline - time.monotonic())
+
+    def _binary(self, name: str) -> str:
+        path = self.bin_dir / name
+        if not os.access(path, os.X_OK):
+            raise LaneError(f"{path} is missing: run scripts/k8s-real/build.sh first (or pass --bin-dir)")
+        return str(path)
+
+    def _spawn(self, name: str, argv: list[str]) -> Proc:
+        log = self.state_dir / "logs" / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.state_dir,
+                start_new_session=True,  # own process group: stop() kills the whole group
+            )
+        proc = Proc(name=name, pid=popen.pid, start_ticks=start_ticks(popen.pid), log=str(log))
+        self.state.processes.append(proc)
+        self.state.save()
+        return proc
+
+    def _await(self, what: str, probe: Callable[[], Poll[str]], proc: Proc | None = None) -> None:
+        def observe() -> Poll[str]:
+            if proc is not None and not is_ours(proc):
+                raise LaneError(f"{proc.name} exited during start-up; see {proc.log}:\n{tail(Path(proc.log))}")
+            return probe()
+
+        try:
+            wait_for(observe, timeout=self._remaining(), what=what, backoff=PROBE_BACKOFF)
+        except WaitTimeout as exc:
+            logs = f"; see {proc.log}:\n{tail(Path(proc.log))}" if proc else ""
+            raise LaneError(f"{exc}{logs}") from exc
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> LaneState:
+        previous = LaneState.load(self.state_dir)
+        if previous and any(is_ours(p) for p in previous.processes):
+            raise LaneError(f"a lane is already running from {self.state_dir}; run `lane.py stop` first")
+        self._deadline = time.monotonic() + self.timeout
+        binaries = {n: self._binary(n) for n in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")}
+        for stale in ("etcd", "pki", "logs", "kubeconfig", "tokens.csv", "lane.json"):
+            target = self.state_dir / stale
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start(binaries)
+        except BaseException:
+            self.stop()
+            raise
+        return self.state
+
+    def _start(self, binaries: dict[str, str]) -> None:
+        pki = make_pki(self.state_dir / "pki")
+        token = secrets.token_hex(24)
+        tokens = self.state_dir / "tokens.csv"
+        write_private(tokens, f"{token},admin,admin,system:masters\n".encode())
+        ports = {name: free_port() for name in ("etcd", "etcd_peer", "etcd_metrics", "apiserver", "kcm", "scheduler")}
+        self.state.ports = ports
+
+        etcd = self._spawn(
+            "etcd",
+            [
+                binaries["etcd"],
+                "--name=default",
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls=http://{LOOPBACK}:{ports['etcd']}",
+                f"--advertise-client-urls=http://{LOOPBACK}:{ports['etcd']}",
+                f"--listen-peer-urls=http://{LOOPBACK}:{ports['etcd_peer']}",
+                f"--initial-advertise-peer-urls=http://{LOOPBACK}:{ports['etcd_peer']}",
+                f"--initial-cluster=default=http://{LOOPBACK}:{ports['etcd_peer']}",
+                f"--listen-metrics-urls=http://{LOOPBACK}:{ports['etcd_metrics']}",
+                "--log-level=warn",
+            ],
+        )
+        self._await("etcd /health", lambda: _http_health(f"http://{LOOPBACK}:{ports['etcd']}/health"), etcd)
+
+        server = f"https://{LOOPBACK}:{ports['apiserver']}"
+        apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                binaries["kube-apiserver"],
+                f"--etcd-servers=http://{LOOPBACK}:{ports['etcd']}",
+                f"--token-auth-file={tokens}",
+                f"--bind-address={LOOPBACK}",
+                f"--advertise-address={LOOPBACK}",
+                f"--secure-port={ports['apiserver']}",
+                f"--tls-cert-file={pki['server_cert']}",
+                f"--tls-private-key-file={pki['server_key']}",
+                f"--cert-dir={self.state_dir / 'pki'}",
+                f"--service-account-issuer={SA_ISSUER}",
+                f"--service-account-key-file={pki['sa_key']}",
+                f"--service-account-signing-key-file={pki['sa_key']}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=AlwaysAllow",
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+                "--profiling=false",
+            ],
+        )
+        verified = ssl.create_default_context(cafile=str(pki["ca"]))
+        self._await("kube-apiserver /readyz", lambda: _https_ok(f"{server}/readyz", verified, token), apiserver)
+
+        write_private(self.kubeconfig, kubeconfig_yaml(server, pki["ca"].read_bytes(), token))
+        self.state.server = server
+        self.state.kubeconfig = str(self.kubeconfig)
+        self.state.save()
+
+        api = KubeHttp(Target.from_kubeconfig(self.kubeconfig))
+        if self.controllers:
+            self._start_controllers(binaries, pki, api)
+        if self.nodes > 0:
+            self._start_kubelet(api)
+
+    def _start_controllers(self, binaries: dict[str, str], pki: dict[str, Path], api: KubeHttp) -> None:
+        kc = str(self.kubeconfig)
+        common = [
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--leader-elect=false",
+            f"--bind-address={LOOPBACK}",
+            "--port=0",
+            "--profiling=false",
+        ]
+        kcm = self._spawn(
+            "kube-controller-manager",
+            [
+                binaries["kube-controller-manager"],
+                *common,
+                f"--secure-port={self.state.ports['kcm']}",
+                f"--cert-dir={self.state_dir / 'pki' / 'kcm'}",
+                "--controllers=*,-serviceaccount-token",
+                "--use-service-account-credentials=false",
+                f"--root-ca-file={pki['ca']}",
+            ],
+        )
+        scheduler = self._spawn(
+            "kube-scheduler",
+            [
+                binaries["kube-scheduler"],
+                *common,
+                f"--secure-port={self.state.ports['scheduler']}",
+                f"--cert-dir={self.state_dir / 'pki' / 'scheduler'}",
+            ],
+        )
+        # Their serving certificates are self-signed by each component: a liveness probe only.
+        unverified = ssl.create_default_context()
+        unverified.check_hostname = False
+        unverified.verify_mode = ssl.CERT_NONE
+        for proc, port in ((kcm, self.state.ports["kcm"]), (scheduler, self.state.ports["scheduler"])):
+            self._await(
+                f"{proc.name} /healthz", lambda p=port: _https_ok(f"https://{LOOPBACK}:{p}/healthz", unverified), proc
+            )
+        # The serviceaccount controller creating "default" shows the controller loops really run.
+        self._await(
+            "the controller-manager to create ServiceAccount default/default",
+            lambda: _exists(api, "/api/v1/namespaces/default/serviceaccounts/default"),
+            kcm,
+        )
+
+    def _start_kubelet(self, api: KubeHttp) -> None:
+        argv = [
+            self.python,
+            str(FAKE_KUBELET),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--nodes={self.nodes}",
+            f"--gpus={self.gpus}",
+        ]
+        argv += [f"--label={label}" for label in self.node_labels]
+        kubelet = self._spawn("fake-kubelet", argv)
+        self._await(f"{self.nodes} Ready node(s)", lambda: _nodes_ready(api, self.nodes), kubelet)
+
+    # -- stop ----------------------------------------------------------------------------------
+    def stop(self) -> list[str]:
+        """Stop every process group this lane started (newest first); return what had to be killed."""
+        state = LaneState.load(self.state_dir) or self.state
+        return stop_processes(state.processes, state.path)
+
+
+def stop_processes(processes: list[Proc], state_file: Path | None = None) -> list[str]:
+    killed: list[str] = []
+    live = [p for p in reversed(processes) if is_ours(p)]
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    pending = list(live)
+    while pending and time.monotonic() < deadline:
+        for proc in pending:
+            _reap(proc.pid)
+        pending = [p for p in pending if group_members(p.pid)]
+        if pending:
+            time.sleep(0.2)
+    for proc in pending:
+        killed.append(proc.name)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for proc in pending:
+        for _ in range(50):
+            _reap(proc.pid)
+            if not group_members(proc.pid):
+                break
+            time.sleep(0.1)
+    leftovers = {p.name: group_members(p.pid) for p in live if group_members(p.pid)}
+    if leftovers:
+        raise LaneError(f"processes survived SIGKILL: {leftovers}")
+    if state_file is not None and state_file.exists():
+        state_file.unlink()
+    return killed
+
+
+def _http_health(url: str) -> Poll[str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read().decode("utf-8", "replace")
+            return Poll('"health":"true"' in body.replace(" ", ""), body)
+    except (urllib.error.URLError, OSError) as exc:
+        return Poll(False, f"unreachable: {exc}")
+
+
+def _exists(api: KubeHttp, path: str) -> Poll[str]:
+    try:
+        api.get(path)
+    except KubeHttpError as exc:
+        return Poll(False, str(exc))
+    except OSError as exc:
+        return Poll(False, f"unreachable: {exc}")
+    return Poll(True, "exists")
+
+
+def _nodes_ready(api: KubeHttp, want: int) -> Poll[str]:
+    try:
+        items = api.get("/api/v1/nodes")["items"]
+    except (KubeHttpError, OSError) as exc:
+        return Poll(False, str(exc))
+    ready = [
+        n["metadata"]["name"]
+        for n in items
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+    ]
+    return Poll(len(ready) >= want, f"ready: {ready}")
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+def _lane_from(args: argparse.Namespace) -> Lane:
+    return Lane(
+        args.state_dir,
+        args.bin_dir,
+        nodes=args.nodes,
+        gpus=args.gpus,
+        controllers=not args.no_controllers,
+        node_labels=args.label,
+        timeout=args.timeout,
+    )
+
+
+def _print_started(state: LaneState, started: float) -> None:
+    names = ", ".join(f"{p.name}={p.pid}" for p in state.processes)
+    print(f"k8s-real lane up in {time.monotonic() - started:.1f}s: {state.server}", file=sys.stderr)
+    print(f"  kubeconfig: {state.kubeconfig}\n  processes: {names}", file=sys.stderr)
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    state = _lane_from(args).start()
+    _print_started(state, started)
+    print(state.kubeconfig)
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    state = LaneState.load(args.state_dir.resolve())
+    if state is None:
+        print(f"k8s-real lane: nothing recorded in {args.state_dir}", file=sys.stderr)
+        return 0
+    killed = stop_processes(state.processes, state.path)
+    shutil.rmtree(args.state_dir / "etcd", ignore_errors=True)
+    extra = f" (SIGKILL needed for: {', '.join(killed)})" if killed else ""
+    print(f"k8s-real lane stopped: {len(state.processes)} process group(s){extra}", file=sys.stderr)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = LaneState.load(args.state_dir.resolve())
+    if state is None:
+        print("not running")
+        return 3
+    alive = {p.name: is_ours(p) for p in state.processes}
+    print(json.dumps({"server": state.server, "kubeconfig": state.kubeconfig, "alive": alive}, indent=2))
+    return 0 if alive and all(alive.values()) else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise LaneError("run needs a command after --")
+    lane = _lane_from(args)
+
+    def _on_term(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _on_term)
+    started = time.monotonic()
+    try:
+        state = lane.start()
+        _print_started(state, started)
+        env = dict(os.environ, MP_KUBE_TARGET="real", MP_REAL_KUBECONFIG=state.kubeconfig)
+        return subprocess.run(command, env=env, check=False).returncode
+    finally:
+        killed = lane.stop()
+        shutil.rmtree(lane.state_dir / "etcd", ignore_errors=True)
+        extra = f" (SIGKILL needed for: {', '.join(killed)})" if killed else ""
+        print(f"k8s-real lane stopped{extra}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name in ("start", "stop", "status", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, help="default %(default)s")
+        if name in ("start", "run"):
+            p.add_argument("--bin-dir", type=Path, default=DEFAULT_BIN, help="default %(default)s")
+            p.add_argument("--nodes", type=int, default=2, help="fake GPU nodes (0 = no fake kubelet)")
+            p.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per fake node")
+            p.add_argument("--label", action="append", default=[], help="extra node label KEY=VALUE")
+            p.add_argument("--no-controllers", action="store_true", help="etcd + apiserver only")
+            p.add_argument("--timeout", type=float, default=DEFAULT_START_TIMEOUT, help="start-up deadline (s)")
+        if name == "run":
+            p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    args = parser.parse_args(argv)
+    handlers = {"start": cmd_start, "stop": cmd_stop, "status": cmd_status, "run": cmd_run}
+    try:
+        return handlers[args.action](args)
+    except (LaneError, WaitTimeout) as exc:
+        print(f"k8s-real lane: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
