@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from support.collection import install_collection_finder
 from support.playbook import PlaybookRun, run_playbook
 

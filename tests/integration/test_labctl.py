@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from lab.registry import EMULATORS
 
 LABCTL = Path(__file__).resolve().parents[1] / "lab" / "labctl.py"

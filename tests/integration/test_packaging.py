@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from support.collection import REPO_ROOT, ansible_env
 
 BIN = Path(sys.executable).parent
@@ -37,7 +38,9 @@ def test_tarball_holds_no_caches_virtualenvs_or_test_output(tarball: Path) -> No
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
     leaked = [
-        n for n in names if FORBIDDEN_PARTS & set(Path(n).parts) or n.startswith(FORBIDDEN_PREFIXES) or n.endswith(".pyc")
+        n
+        for n in names
+        if FORBIDDEN_PARTS & set(Path(n).parts) or n.startswith(FORBIDDEN_PREFIXES) or n.endswith(".pyc")
     ]
     assert leaked == []
     assert "MANIFEST.json" in names
@@ -91,6 +94,7 @@ def test_ansible_builder_accepts_the_execution_environment(tarball: Path, tmp_pa
     )
     assert result.returncode == 0, result.stdout + result.stderr
     containerfile = next((tmp_path / "context").glob("*file"))
-    assert "ansible-galaxy collection install" in containerfile.read_text() or (
-        tmp_path / "context" / "_build" / "requirements.yml"
-    ).exists()
+    assert (
+        "ansible-galaxy collection install" in containerfile.read_text()
+        or (tmp_path / "context" / "_build" / "requirements.yml").exists()
+    )

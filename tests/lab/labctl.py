@@ -28,6 +28,7 @@ from typing import Any
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; see lab/common.py
 
 import yaml
+
 from lab.common import LOOPBACK, free_port
 from lab.registry import EMULATORS, Emulator
 
@@ -132,7 +133,7 @@ class Lab:
             *emulator.extra_args(self.state_dir),
         ]
         log = (self.log_dir / f"{emulator.name}.log").open("ab")
-        proc = subprocess.Popen(  # noqa: S603 - our own script, fixed arguments
+        proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
         log.close()

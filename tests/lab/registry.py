@@ -8,6 +8,7 @@ inventory reads. Lab credentials are fixed, well-known test values: the lab is l
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,5 +37,22 @@ class Emulator:
         return LAB_DIR / f"{self.name}.py"
 
 
+def _artifacts_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
+    iso = state_dir / "artifacts" / "installer.iso"
+    return {
+        "base_url": f"http://{host}:{port}",
+        "installer_iso": {
+            "url": f"http://{host}:{port}/{iso.name}",
+            "sha256": hashlib.sha256(iso.read_bytes()).hexdigest(),
+        },
+    }
+
+
 # Registered emulators, in start order. Each later issue adds its own entry.
-EMULATORS: tuple[Emulator, ...] = ()
+EMULATORS: tuple[Emulator, ...] = (
+    Emulator(
+        name="artifacts",
+        endpoint=_artifacts_endpoint,
+        ready_files=lambda state_dir: [state_dir / "artifacts" / "installer.iso"],
+    ),
+)

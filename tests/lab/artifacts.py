@@ -1,0 +1,91 @@
+"""The lab's artifact server: the installer ISO (and later driver installers) that BMCs fetch.
+
+Why: a Redfish ``InsertMedia`` makes the BMC itself download the image, so the lab needs a real
+HTTP server holding real files at stable URLs, on loopback like every other emulator. The ISO is
+tiny but carries the ISO 9660 signature a BMC checks, and its SHA-256 is published so playbooks
+can verify what they boot.
+
+    python tests/lab/artifacts.py --host 127.0.0.1 --port N [--state-dir DIR]
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+import tempfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; see lab/common.py
+
+from lab.common import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
+
+INSTALLER_ISO = "installer.iso"
+ISO9660_MAGIC_OFFSET = 0x8001  # the primary volume descriptor's "CD001" identifier
+SECTOR = 2048
+
+
+def make_installer_iso(path: Path) -> str:
+    """Write a minimal ISO 9660 image (system area + volume descriptor); return its SHA-256."""
+    image = bytearray(16 * SECTOR + SECTOR)
+    descriptor = bytearray(SECTOR)
+    descriptor[0] = 1  # primary volume descriptor
+    descriptor[1:6] = b"CD001"
+    descriptor[6] = 1
+    descriptor[40:72] = b"METALPLANE_LAB_INSTALLER".ljust(32)
+    image[16 * SECTOR : 17 * SECTOR] = descriptor
+    assert image[ISO9660_MAGIC_OFFSET : ISO9660_MAGIC_OFFSET + 5] == b"CD001"
+    path.write_bytes(bytes(image))
+    return hashlib.sha256(image).hexdigest()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+class ArtifactServer:
+    """Serves ``root`` over HTTP; usable in-process (tests) or as a lab process."""
+
+    def __init__(self, root: Path | None = None, host: str = LOOPBACK, port: int | None = None) -> None:
+        self._tmp = None if root else tempfile.TemporaryDirectory(prefix="mp-artifacts-")
+        self.root = root or Path(self._tmp.name)  # type: ignore[union-attr]
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.iso_sha256 = make_installer_iso(self.root / INSTALLER_ISO)
+        handler = functools.partial(_QuietHandler, directory=str(self.root))
+        self.server = ThreadingHTTPServer((host, port or free_port(host)), handler)
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ArtifactServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._tmp:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> ArtifactServer:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    args = emulator_arguments(__doc__.splitlines()[0]).parse_args()
+    root = (args.state_dir / "artifacts") if args.state_dir else None
+    server = ArtifactServer(root, args.host, args.port).start()
+    serve_until_signalled(server.stop)
+
+
+if __name__ == "__main__":
+    main()
