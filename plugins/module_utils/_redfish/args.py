@@ -1,0 +1,100 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The connection options every Redfish module shares (paired with ``doc_fragments/redfish.py``).
+
+Why: one spec means one validation of ``bmc_url`` and the credentials, the same env fallbacks
+everywhere, and a documentation fragment that cannot drift from the code (sanity tests compare them).
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+
+DEFAULT_TIMEOUT = 30  # seconds per HTTP request (dellemc uses 30, sushy 60)
+
+REDFISH_ARGUMENT_SPEC: dict[str, Any] = {
+    "bmc_url": {"type": "str", "required": True},
+    "username": {"type": "str", "required": True, "fallback": (env_fallback, ["REDFISH_USERNAME"])},
+    "password": {"type": "str", "required": True, "no_log": True, "fallback": (env_fallback, ["REDFISH_PASSWORD"])},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
+    "timeout": {"type": "int", "default": DEFAULT_TIMEOUT},
+    "system_id": {"type": "str"},
+    "manager_id": {"type": "str"},
+}
+
+
+def redfish_argument_spec(**module_options: Any) -> dict[str, Any]:
+    """The shared connection options plus a module's own options."""
+    spec = {name: dict(option) for name, option in REDFISH_ARGUMENT_SPEC.items()}
+    spec.update(module_options)
+    return spec
+
+
+@dataclass(frozen=True)
+class ConnectionParams:
+    """Validated connection settings for one BMC."""
+
+    base_url: str  # scheme://host[:port], what sushy's connector joins paths onto
+    root_prefix: str  # path prefix + /redfish/v1/ (a lab may serve many BMCs under path prefixes)
+    username: str
+    password: str
+    verify: bool | str  # False, True or a CA bundle path (sushy's ``verify``)
+    timeout: int
+    system_id: str | None = None
+    manager_id: str | None = None
+
+    @property
+    def bmc_url(self) -> str:
+        return self.base_url + self.root_prefix[: -len("/redfish/v1/")]
+
+
+def parse_bmc_url(value: str) -> tuple[str, str]:
+    """Split ``bmc_url`` into (base_url, root_prefix); raise InputError with the fix when invalid."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("https", "http"):
+        raise InputError(
+            "bmc_url",
+            f"{value!r} must start with https:// (or http:// for a lab emulator), e.g. https://idrac.example:443",
+        )
+    if not parts.hostname:
+        raise InputError("bmc_url", f"{value!r} has no host name; use https://host[:port]")
+    if parts.query or parts.fragment:
+        raise InputError("bmc_url", f"{value!r} must not carry a query or fragment; use https://host[:port]")
+    try:
+        _ = parts.port
+    except ValueError as exc:
+        raise InputError("bmc_url", f"{value!r} has an invalid port ({exc})") from exc
+    path = parts.path.rstrip("/")
+    if path.endswith("/redfish/v1"):
+        path = path[: -len("/redfish/v1")]
+    return f"{parts.scheme}://{parts.netloc}", f"{path}/redfish/v1/"
+
+
+def connection_params(params: dict[str, Any]) -> ConnectionParams:
+    """Validate the shared options of a module's ``params``."""
+    base_url, root_prefix = parse_bmc_url(params["bmc_url"])
+    timeout = int(params.get("timeout") or DEFAULT_TIMEOUT)
+    if timeout <= 0:
+        raise InputError("timeout", f"must be a positive number of seconds, got {timeout}")
+    verify: bool | str = bool(params.get("validate_certs", True))
+    if verify and params.get("ca_path"):
+        verify = str(params["ca_path"])
+    return ConnectionParams(
+        base_url=base_url,
+        root_prefix=root_prefix,
+        username=params["username"],
+        password=params["password"],
+        verify=verify,
+        timeout=timeout,
+        system_id=params.get("system_id"),
+        manager_id=params.get("manager_id"),
+    )

@@ -1,0 +1,197 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Boot planning (pure functions) and its execution per BMC generation.
+
+Why: on iDRAC8 the boot order does not stick across provisioning, ``Cd`` boots the physical drive
+and every ``BootSourceOverrideMode`` write may cost a BIOS job and a reboot. The planners decide,
+from desired and observed state only, what must be written (nothing when it already matches, the
+mode never when unchanged, the full order as the BMC wants it); ``apply`` then writes it through
+the generation's quirks, optionally reboots and waits for the BIOS job, and with
+``verify_after_reboot`` re-reads the order after the boot and re-applies it once if it reverted.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ConflictError, InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+
+from . import power
+from .errors import RedfishError
+from .quirks import BootOps, BootOrderState
+from .quirks.generic import DEVICE_TARGETS
+
+DEVICES = tuple(DEVICE_TARGETS)
+MODES = ("UEFI", "Legacy")
+JOB_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
+JOB_DONE = {"Completed", "CompletedWithErrors"}
+JOB_FAILED = {"Failed", "Aborted", "Cancelled"}
+
+
+@dataclass
+class BootPlan:
+    mode: str | None = None  # new mode, None = unchanged or not asked
+    order: list[str] | None = None  # full new order, None = unchanged or not asked
+    override: dict[str, Any] | None = None  # {"device", "persistent", "method"}
+    before: dict[str, Any] = field(default_factory=dict)
+    after: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.mode or self.order is not None or self.override)
+
+
+def plan_mode(desired: str | None, observed: str | None) -> str | None:
+    """The mode to write: None when not asked or already set (never re-send an unchanged mode)."""
+    if desired is None or (observed or "").lower() == desired.lower():
+        return None
+    return desired
+
+
+def plan_order(desired: list[str] | None, state: BootOrderState) -> list[str] | None:
+    """Full new order (wanted entries first, the rest in their current order), None if unchanged.
+
+    Entries may be ids or display names; unknown or duplicate entries raise InputError naming them.
+    """
+    if not desired:
+        return None
+    resolved: list[str] = []
+    for item in desired:
+        ident = state.names.get(item) or (item if item in state.order else None)
+        if ident is None:
+            known = sorted(set(state.names) | set(state.order))
+            raise InputError("order", f"{item!r} is not a boot entry of this BMC; known entries: {', '.join(known)}")
+        if ident in resolved:
+            raise InputError("order", f"{item!r} is listed twice (as {ident!r})")
+        resolved.append(ident)
+    new_order = resolved + [ident for ident in state.order if ident not in resolved]
+    return None if new_order == state.order else new_order
+
+
+def plan_override(
+    device: str | None, persistent: bool, observed: dict[str, Any], quirks_name: str
+) -> dict[str, Any] | None:
+    """The boot override to set, or None when the BMC already has it.
+
+    iDRAC8 ``virtual_cd`` goes through Dell's SCP import, whose effect is not visible in the
+    System resource, so it is always applied (one action, reported as changed).
+    """
+    if device is None:
+        return None
+    if device not in DEVICE_TARGETS:
+        raise InputError("device", f"{device!r} is not one of {', '.join(DEVICES)}")
+    enabled = "Continuous" if persistent else "Once"
+    if device == "virtual_cd" and quirks_name == "dell_idrac8":
+        return {"device": device, "persistent": persistent, "method": "dell_scp"}
+    if observed.get("target") == DEVICE_TARGETS[device] and observed.get("enabled") == enabled:
+        return None
+    return {"device": device, "persistent": persistent, "method": "override"}
+
+
+def _enum(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def observe_boot(client: Any) -> dict[str, Any]:
+    boot = client.system.boot
+    return {"target": _enum(boot.target), "enabled": _enum(boot.enabled), "mode": _enum(boot.mode)}
+
+
+def wait_job(client: Any, job_id: str, timeout: float) -> str:
+    path = f"{client.manager.path}/Jobs/{job_id}"
+
+    def observe() -> Poll[str]:
+        body = client.get_json(path, f"Reading job {job_id}")
+        state = str(body.get("JobState") or body.get("TaskState") or "Unknown")
+        if state in JOB_FAILED:
+            raise RedfishError(f"BIOS configuration job {job_id} ended {state}: {body.get('Message', '')}")
+        return Poll(state in JOB_DONE, state)
+
+    return wait_for(observe, timeout=timeout, what=f"job {job_id} to complete", backoff=JOB_BACKOFF)
+
+
+def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
+    client: Any, quirks: BootOps, params: dict[str, Any], *, check_mode: bool
+) -> dict[str, Any]:
+    """Plan, then (unless check mode) write, reboot/wait if asked, and verify after reboot."""
+    device = params.get("device")
+    if device is not None and device not in DEVICE_TARGETS:
+        raise InputError("device", f"{device!r} is not one of {', '.join(DEVICES)}")
+    observed = observe_boot(client)
+    state: BootOrderState | None = quirks.read_boot_order(client) if params.get("order") else None
+    plan = BootPlan(
+        mode=plan_mode(params.get("mode"), observed.get("mode")),
+        order=plan_order(params.get("order"), state) if state else None,
+        override=plan_override(device, bool(params.get("persistent")), observed, quirks.name),
+    )
+    before = {"override": observed}
+    after: dict[str, Any] = {"override": dict(observed)}
+    if state is not None:
+        before["order"] = list(state.order)
+        after["order"] = list(plan.order or state.order)
+    if plan.mode:
+        after["override"]["mode"] = plan.mode
+    if plan.override:
+        after["override"].update(
+            target="VCD-DVD" if plan.override["method"] == "dell_scp" else DEVICE_TARGETS[plan.override["device"]],
+            enabled="Continuous" if plan.override["persistent"] else "Once",
+        )
+    result: dict[str, Any] = {
+        "changed": plan.changed,
+        "quirks": quirks.name,
+        "plan": {"mode": plan.mode, "order": plan.order, "override": plan.override},
+        "diff": {"before": before, "after": after},
+        "jobs": [],
+        "actions": [],
+        "reapplied": False,
+        "rebooted": False,
+    }
+    if check_mode or not plan.changed:
+        return result
+    timeout = float(params.get("wait_timeout") or 900)
+    jobs: list[str] = []
+    if plan.mode:
+        done = quirks.set_boot_mode(client, plan.mode)
+        result["actions"].append(done)
+        if done.get("job_id"):
+            jobs.append(done["job_id"])
+    if plan.order is not None and state is not None:
+        done = quirks.set_boot_order(client, state, plan.order)
+        result["actions"].append(done)
+        if done.get("job_id"):
+            jobs.append(done["job_id"])
+    if plan.override:
+        result["actions"].append(quirks.set_one_time_boot(client, plan.override["device"], plan.override["persistent"]))
+    result["jobs"] = jobs
+    verify = bool(params.get("verify_after_reboot")) and plan.order is not None
+    if params.get("reboot") or verify:
+        _reboot_and_wait_jobs(client, jobs, timeout)
+        result["rebooted"] = True
+    if verify and plan.order is not None:
+        for attempt in range(2):
+            client.forget()
+            now = quirks.read_boot_order(client)
+            if now.order == plan.order:
+                break
+            if attempt == 1:
+                raise ConflictError(
+                    "The BMC reverted the boot order again after re-applying it: "
+                    f"wanted {plan.order}, found {now.order}",
+                    details={"wanted": plan.order, "found": now.order},
+                )
+            done = quirks.set_boot_order(client, now, plan.order)
+            result["actions"].append({**done, "reapply": True})
+            result["reapplied"] = True
+            _reboot_and_wait_jobs(client, [done["job_id"]] if done.get("job_id") else [], timeout)
+    client.forget()
+    return result
+
+
+def _reboot_and_wait_jobs(client: Any, jobs: list[str], timeout: float) -> None:
+    power.reboot(client, timeout)
+    for job_id in jobs:
+        wait_job(client, job_id, timeout)

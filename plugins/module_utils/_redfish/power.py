@@ -1,0 +1,176 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Power planning (pure) and execution with waits.
+
+Why: ``reset_system`` returns at once and BMCs differ in which ResetTypes they allow (iDRAC8 may
+lack ForceRestart or GracefulShutdown). The planner picks reset values from the advertised
+AllowableValues, so the module never sends a value the BMC rejects, and says up front what it will
+do (check mode). Execution waits until the state is reached, with one deadline.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+
+from .errors import UnsupportedError
+
+try:
+    import sushy
+except ImportError:  # pragma: no cover - guarded by session.SUSHY_IMPORT_ERROR
+    sushy = None
+
+STATES = ("on", "off", "forced_off", "restarted", "cycled")
+ALL_RESETS = (
+    "On",
+    "ForceOn",
+    "ForceOff",
+    "GracefulShutdown",
+    "GracefulRestart",
+    "ForceRestart",
+    "PowerCycle",
+    "PushPowerButton",
+)
+POWER_BACKOFF = Backoff(initial=1.0, cap=10.0, factor=1.5, jitter=0.1)
+GRACEFUL_OFF_TIMEOUT = 90  # seconds before falling back to ForceOff (ironic's known issue: ~90 s)
+
+
+def normalise_power(value: str | None) -> str:
+    """'On'/'PoweringOn' -> 'On', 'Off'/'PoweringOff' -> 'Off', else the value."""
+    if value in ("On", "PoweringOn"):
+        return "On"
+    if value in ("Off", "PoweringOff"):
+        return "Off"
+    return value or "Unknown"
+
+
+@dataclass
+class PowerPlan:
+    """Resets to send in order, the power state to reach, and the graceful-off fallback."""
+
+    resets: list[str] = field(default_factory=list)
+    target: str = "On"
+    force_after_graceful: bool = False  # off: ForceOff when GracefulShutdown did not finish in time
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.resets)
+
+
+def _first(allowed: set[str], *choices: str) -> str | None:
+    return next((choice for choice in choices if choice in allowed), None)
+
+
+def plan_power(  # noqa: PLR0911
+    state: str, current: str | None, allowed: list[str] | set[str] | None, force_off_after_timeout: bool = True
+) -> PowerPlan:
+    """Pure planner: desired ``state`` + observed power + allowed ResetTypes -> PowerPlan."""
+    allowed_set = set(allowed or ALL_RESETS)
+    power = normalise_power(current)
+
+    def need(*choices: str) -> str:
+        choice = _first(allowed_set, *choices)
+        if choice is None:
+            raise UnsupportedError(
+                f"state {state!r}: the BMC allows ResetType {sorted(allowed_set)}, none of {list(choices)}"
+            )
+        return choice
+
+    if state == "on":
+        return PowerPlan([] if power == "On" else [need("On", "ForceOn", "PushPowerButton")], "On")
+    if state == "forced_off":
+        return PowerPlan([] if power == "Off" else [need("ForceOff")], "Off")
+    if state == "off":
+        if power == "Off":
+            return PowerPlan([], "Off")
+        if "GracefulShutdown" in allowed_set:
+            force = force_off_after_timeout and "ForceOff" in allowed_set
+            return PowerPlan(["GracefulShutdown"], "Off", force_after_graceful=force)
+        if force_off_after_timeout:
+            return PowerPlan([need("ForceOff")], "Off")
+        raise UnsupportedError(
+            "state 'off': the BMC does not allow GracefulShutdown; set force_off_after_timeout=true to use ForceOff"
+        )
+    if state in ("restarted", "cycled"):
+        if power == "Off":
+            return PowerPlan([need("On", "ForceOn", "PushPowerButton")], "On")
+        order = (
+            ("ForceRestart", "GracefulRestart", "PowerCycle")
+            if state == "restarted"
+            else ("PowerCycle", "ForceRestart")
+        )
+        choice = _first(allowed_set, *order)
+        if choice:
+            return PowerPlan([choice], "On")
+        return PowerPlan([need("ForceOff"), need("On", "ForceOn")], "On")
+    raise ValueError(f"unknown power state {state!r}")
+
+
+def allowed_resets(system: Any) -> list[str]:
+    return sorted(getattr(v, "value", str(v)) for v in system.get_allowed_reset_system_values())
+
+
+def current_power(client: Any) -> str:
+    system = client.system
+    return getattr(system.power_state, "value", str(system.power_state))
+
+
+def wait_power(client: Any, target: str, timeout: float, *, sleep: Any = None) -> str:
+    def observe() -> Poll[str]:
+        client.system.refresh(force=True)
+        value = normalise_power(current_power(client))
+        return Poll(value == target, value)
+
+    kwargs: dict[str, Any] = {"sleep": sleep} if sleep else {}
+    return wait_for(observe, timeout=timeout, what=f"power state {target}", backoff=POWER_BACKOFF, **kwargs)
+
+
+def execute(client: Any, plan: PowerPlan, timeout: float, graceful_timeout: float = GRACEFUL_OFF_TIMEOUT) -> list[str]:
+    """Send the plan's resets and wait for its target; returns the resets actually sent."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import WaitTimeout
+
+    sent: list[str] = []
+    system = client.system
+    for index, reset in enumerate(plan.resets):
+        client.call(f"Power action {reset}", system.reset_system, sushy.ResetType(reset))
+        sent.append(reset)
+        last = index == len(plan.resets) - 1
+        if reset == "GracefulShutdown" and plan.force_after_graceful:
+            try:
+                wait_power(client, "Off", min(graceful_timeout, timeout))
+            except WaitTimeout:
+                client.call("Power action ForceOff", system.reset_system, sushy.ResetType.FORCE_OFF)
+                sent.append("ForceOff")
+        elif not last and reset == "ForceOff":
+            wait_power(client, "Off", timeout)
+    if sent:
+        wait_power(client, plan.target, timeout)
+    return sent
+
+
+def reboot(client: Any, timeout: float) -> str:
+    """Restart the host (or power it on) and wait until it is On again; returns the reset used."""
+    client.system.refresh(force=True)
+    plan = plan_power("restarted", current_power(client), allowed_resets(client.system))
+    return ",".join(execute(client, plan, timeout))
+
+
+def ensure_power(
+    client: Any, state: str, *, check_mode: bool, timeout: float, force_off_after_timeout: bool, graceful_timeout: float
+) -> dict[str, Any]:
+    before = current_power(client)
+    plan = plan_power(state, before, allowed_resets(client.system), force_off_after_timeout)
+    result: dict[str, Any] = {"changed": plan.changed, "power_state_before": before, "planned": list(plan.resets)}
+    if check_mode or not plan.changed:
+        result["power_state"] = before
+        result["actions"] = []
+        return result
+    sent = execute(client, plan, timeout, graceful_timeout)
+    result["actions"] = sent
+    result["forced"] = "ForceOff" in sent and state == "off"
+    result["power_state"] = current_power(client)
+    return result

@@ -1,0 +1,140 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Dell iDRAC8 (12G/13G, e.g. R730): what differs from standard Redfish.
+
+* ``BootSourceOverrideTarget=Cd`` boots the *physical* drive; the virtual CD is booted through
+  Dell's SCP import (sushy's ``set_virtual_boot_device``, reference §0 and §3 row 1).
+* The persistent boot order is a BIOS setting: PATCH ``BootSources/Settings`` (``BootSeq`` in
+  Legacy, ``UefiBootSeq`` in UEFI), then create a BIOS config job that a reboot applies (§1.4).
+* Boot mode is the BIOS attribute ``BootMode`` (``Uefi``/``Bios``) plus a job, since
+  ``BootSourceOverrideMode`` is read-only on 13G (§3 row 4).
+* Virtual media lives under the Manager (CD, RemovableDisk).
+* Dell's iDRACReset service is missing: reset with ``Manager.Reset GracefulRestart``.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import UnsupportedError
+
+from . import BootOrderState
+from .generic import Generic
+
+try:
+    import sushy
+except ImportError:  # pragma: no cover - guarded by session.SUSHY_IMPORT_ERROR
+    sushy = None
+
+BIOS_MODES = {"UEFI": "Uefi", "Legacy": "Bios"}  # BootSourceOverrideMode -> BIOS BootMode
+
+
+def seq_key(bios_boot_mode: str | None) -> str:
+    """Which BootSources attribute holds the order in this BIOS mode."""
+    return "UefiBootSeq" if bios_boot_mode == "Uefi" else "BootSeq"
+
+
+class DellIdrac8(Generic):
+    name = "dell_idrac8"
+
+    def virtual_media_slots(self, client: Any) -> list[Any]:
+        try:
+            return list(client.manager.virtual_media.get_members())
+        except sushy.exceptions.MissingAttributeError:
+            return super().virtual_media_slots(client)
+
+    def set_one_time_boot(self, client: Any, device: str, persistent: bool) -> dict[str, Any]:
+        if device != "virtual_cd":
+            return super().set_one_time_boot(client, device, persistent)
+        oem = client.call("Loading Dell's OEM extension", client.manager.get_oem_extension, "Dell")
+        client.call(
+            "Booting the virtual CD through Dell's configuration import (SCP)",
+            oem.set_virtual_boot_device,
+            sushy.VIRTUAL_MEDIA_CD,
+            persistent=persistent,
+            manager=client.manager,
+            system=client.system,
+        )
+        return {
+            "method": "Dell SCP ImportSystemConfiguration",
+            "target": "VCD-DVD",
+            "enabled": "Continuous" if persistent else "Once",
+        }
+
+    # -- BIOS-backed settings --------------------------------------------------------------
+    def bios_attributes(self, client: Any) -> dict[str, Any]:
+        body = client.get_json(client.system_path() + "/Bios", "Reading BIOS attributes")
+        return dict(body.get("Attributes") or {})
+
+    def create_bios_job(self, client: Any) -> str | None:
+        manager_path = client.manager.path
+        response = client.post(
+            manager_path + "/Jobs",
+            {"TargetSettingsURI": client.system_path() + "/Bios/Settings"},
+            "Creating the BIOS configuration job",
+        )
+        location = response.headers.get("Location") or ""
+        if location:
+            return location.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            return str(response.json().get("Id")) or None
+        except ValueError:
+            return None
+
+    def set_boot_mode(self, client: Any, mode: str) -> dict[str, Any]:
+        client.patch(
+            client.system_path() + "/Bios/Settings",
+            {"Attributes": {"BootMode": BIOS_MODES[mode]}},
+            f"Setting the BIOS BootMode to {BIOS_MODES[mode]}",
+        )
+        job_id = self.create_bios_job(client)
+        return {"method": "Bios.BootMode", "mode": mode, "job_id": job_id}
+
+    def read_boot_order(self, client: Any) -> BootOrderState:
+        mode = self.bios_attributes(client).get("BootMode")
+        key = seq_key(mode)
+        body = client.get_json(client.system_path() + "/BootSources", "Reading BootSources")
+        entries = list((body.get("Attributes") or {}).get(key) or [])
+        if not entries:
+            raise UnsupportedError(f"BootSources has no {key} list (BIOS BootMode {mode!r})")
+        entries.sort(key=lambda e: int(e.get("Index", 0)))
+        order = [str(e["Id"]) for e in entries if e.get("Enabled", True)]
+        names: dict[str, str] = {}
+        for entry in entries:
+            for alias in (entry.get("Name"), entry.get("Id")):
+                if alias:
+                    names[str(alias)] = str(entry["Id"])
+        return BootOrderState(
+            order=order, names=names, source=f"BootSources.{key}", raw={"key": key, "entries": entries}
+        )
+
+    def set_boot_order(self, client: Any, state: BootOrderState, new_order: list[str]) -> dict[str, Any]:
+        key = state.raw["key"]
+        entries = plan_boot_seq(state.raw["entries"], new_order)
+        client.patch(client.system_path() + "/BootSources/Settings", {"Attributes": {key: entries}}, f"Setting {key}")
+        job_id = self.create_bios_job(client)
+        return {"method": f"BootSources.{key}", "job_id": job_id}
+
+    def reset_bmc(self, client: Any) -> str:
+        client.call(
+            "Resetting the iDRAC (GracefulRestart)", client.manager.reset_manager, sushy.ResetType.GRACEFUL_RESTART
+        )
+        return "Manager.Reset GracefulRestart"
+
+
+def plan_boot_seq(entries: list[dict[str, Any]], new_order: list[str]) -> list[dict[str, Any]]:
+    """Pure: BootSeq entries re-indexed so ``new_order`` comes first (enabled), others keep order."""
+    by_id = {str(e["Id"]): e for e in entries}
+    ordered = [by_id[i] for i in new_order] + sorted(
+        (e for e in entries if str(e["Id"]) not in new_order), key=lambda e: int(e.get("Index", 0))
+    )
+    result = []
+    for index, entry in enumerate(ordered):
+        item = dict(entry)
+        item["Index"] = index
+        if str(entry["Id"]) in new_order:
+            item["Enabled"] = True
+        result.append(item)
+    return result

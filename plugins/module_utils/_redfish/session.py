@@ -1,0 +1,296 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One sushy client per BMC: timeouts, TLS, a session that is always closed, request counting.
+
+Why: iDRAC8 allows only a handful of concurrent sessions and answers a misleading 401 when they
+run out, so every task opens one session and deletes it on the way out, even when it fails. The
+client also counts every HTTP exchange (a ``requests`` response hook on this client's own
+session, no globals), which is what the benchmark and the integration tests read. Waiting for a
+BMC to come back after a reset lives here too, because it has to drop and re-create the client.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import MetalplaneError, NotFoundError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+
+from .args import ConnectionParams
+from .errors import AUTH, NOT_READY, AuthenticationError, classify, from_sushy, message_ids
+
+try:
+    import requests
+    import sushy
+    from sushy import auth as sushy_auth
+    from sushy import connector as sushy_connector
+    from sushy import exceptions as sushy_exceptions
+
+    SUSHY_IMPORT_ERROR: str | None = None
+except ImportError:  # pragma: no cover - exercised by the sanity import test
+    SUSHY_IMPORT_ERROR = traceback.format_exc()
+
+CONNECT_TIMEOUT = 10  # seconds to open TCP/TLS: an unreachable BMC fails fast, a slow one may still read
+# sushy retries GETs on 5xx and any request on SYS518; keep it short, our own waits do the rest.
+SERVER_SIDE_RETRIES = 3
+SERVER_SIDE_RETRIES_DELAY = 1
+DOWN_TIMEOUT = 45  # seconds a reset BMC may keep serving before it goes down (iDRAC8: ~10-30 s)
+DOWN_BACKOFF = Backoff(initial=0.5, cap=5.0, factor=1.5, jitter=0.1)
+READY_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
+
+
+@dataclass
+class RequestLog:
+    """Every HTTP exchange of one client: (method, path, status)."""
+
+    entries: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def hook(self, response: Any, *_args: Any, **_kwargs: Any) -> None:
+        self.entries.append((str(response.request.method), urlsplit(response.url).path, int(response.status_code)))
+
+    @property
+    def count(self) -> int:
+        return len(self.entries)
+
+    def summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for method, _path, _status in self.entries:
+            counts[method] = counts.get(method, 0) + 1
+        return counts
+
+
+class RedfishClient:
+    """Context manager around ``sushy.Sushy`` for one BMC.
+
+    ``with RedfishClient(params) as client: client.system ...``; the session is deleted on exit.
+    """
+
+    def __init__(self, params: ConnectionParams, *, log: RequestLog | None = None) -> None:
+        self.params = params
+        self.log = log or RequestLog()
+        self.root: Any = None
+        self._auth: Any = None
+        self._conn: Any = None
+        self._system: Any = None
+        self._manager: Any = None
+        self._system_path: str | None = None
+        self.logins = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> RedfishClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def connect(self) -> None:
+        """Open the client and log in; typed errors (auth, unreachable) on failure."""
+        p = self.params
+        conn = sushy_connector.Connector(
+            p.base_url,
+            verify=p.verify,
+            server_side_retries=SERVER_SIDE_RETRIES,
+            server_side_retries_delay=SERVER_SIDE_RETRIES_DELAY,
+            default_request_timeout=p.timeout,
+            connect_timeout=min(CONNECT_TIMEOUT, p.timeout),
+        )
+        conn._session.hooks["response"].append(self.log.hook)
+        self._conn = conn
+        self._auth = sushy_auth.SessionOrBasicAuth(username=p.username, password=p.password)
+        try:
+            self.root = sushy.Sushy(p.base_url, root_prefix=p.root_prefix, auth=self._auth, connector=conn)
+            # sushy falls back to Basic auth silently; a wrong password only shows on the next GET.
+            if self._auth.get_session_key() is None:
+                conn.get(self.system_path())
+        except Exception as exc:
+            self._drop()
+            raise from_sushy(exc, f"Logging in to {p.bmc_url}") from exc
+        self.logins += 1
+        self._system = None
+        self._manager = None
+
+    def close(self) -> None:
+        """Delete the session (if any) and close the HTTP connection pool; never raises."""
+        if self._auth is not None:
+            with contextlib.suppress(Exception):  # best effort: the BMC may be rebooting
+                self._auth.close()
+        self._drop()
+
+    def _drop(self) -> None:
+        if self.root is not None:
+            self.root._auth = None  # we closed it; keep Sushy.__del__ from trying again
+        if self._conn is not None:
+            self._conn.close()
+        self.root = None
+        self._auth = None
+        self._conn = None
+        self._system = None
+        self._manager = None
+
+    def reconnect(self) -> None:
+        self.close()
+        self.connect()
+
+    @property
+    def session_auth(self) -> bool:
+        return self._auth is not None and self._auth.get_session_key() is not None
+
+    # -- resources -------------------------------------------------------------------------
+    def _member_path(self, collection: str, identity: str | None) -> str:
+        prefix = self.params.root_prefix
+        if identity:
+            return f"{prefix}{collection}/{identity}"
+        members = self._conn.get(f"{prefix}{collection}").json().get("Members") or []
+        if not members:
+            raise NotFoundError(f"The BMC at {self.params.bmc_url} lists no {collection}")
+        return str(members[0]["@odata.id"])
+
+    def system_path(self) -> str:
+        if self._system is not None:
+            return str(self._system.path)
+        if self._system_path is None:
+            self._system_path = self._member_path("Systems", self.params.system_id)
+        return self._system_path
+
+    @property
+    def system(self) -> Any:
+        if self._system is None:
+            self._system = self.call("Reading the system", self.root.get_system, self.system_path())
+        return self._system
+
+    @property
+    def manager(self) -> Any:
+        if self._manager is None:
+            path = self.call("Listing managers", self._member_path, "Managers", self.params.manager_id)
+            self._manager = self.call("Reading the manager", self.root.get_manager, path)
+        return self._manager
+
+    def forget(self) -> None:
+        """Invalidate cached resources (after a change, before verifying)."""
+        self._system = None
+        self._manager = None
+
+    def call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a sushy call; any failure becomes a typed error that names ``doing``."""
+        try:
+            return fn(*args, **kwargs)
+        except MetalplaneError:
+            raise
+        except Exception as exc:
+            raise from_sushy(exc, doing) from exc
+
+    # -- raw JSON (sushy has no API for BootOrder, BootSources, Dell jobs) ----------------
+    def get_json(self, path: str, doing: str) -> dict[str, Any]:
+        return dict(self.call(doing, self._conn.get, path).json())
+
+    def get_with_etag(self, path: str, doing: str) -> tuple[dict[str, Any], str | None]:
+        response = self.call(doing, self._conn.get, path)
+        return dict(response.json()), response.headers.get("ETag")
+
+    def patch(self, path: str, data: dict[str, Any], doing: str, etag: str | None = None) -> Any:
+        return self.call(doing, self._conn.patch, path, data=data, etag=etag)
+
+    def post(self, path: str, data: dict[str, Any] | None, doing: str) -> Any:
+        return self.call(doing, self._conn.post, path, data=data)
+
+    def delete(self, path: str, doing: str) -> Any:
+        return self.call(doing, self._conn.delete, path)
+
+    # -- readiness after a BMC reset ------------------------------------------------------
+    def probe(self) -> str:
+        """One unauthenticated look at the BMC: ``up`` (200/401), ``wait`` (down/503/not ready)."""
+        url = self.params.base_url + self.params.root_prefix + "Managers"
+        session = requests.Session()
+        session.hooks["response"].append(self.log.hook)
+        try:
+            response = session.get(
+                url,
+                verify=self.params.verify,
+                timeout=(min(CONNECT_TIMEOUT, self.params.timeout), self.params.timeout),
+                headers={"Connection": "close"},
+            )
+        except requests.RequestException:
+            return "wait"
+        finally:
+            session.close()
+        if response.status_code in (200, 401, 403):
+            return "up"
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if classify(response.status_code, message_ids(body), response.text[:500]) == NOT_READY:
+            return "wait"
+        return "wait" if response.status_code >= 500 else "up"
+
+    def went_down(self) -> bool:
+        """True once the old session stops working (reset took effect: refused, 401, 503)."""
+        try:
+            response = self._conn._session.get(
+                self.params.base_url + self.manager.path,
+                verify=self.params.verify,
+                timeout=(min(CONNECT_TIMEOUT, self.params.timeout), self.params.timeout),
+            )
+        except requests.RequestException:
+            return True
+        return response.status_code in (401, 403) or response.status_code >= 500
+
+    def wait_ready(self, timeout: float, *, sleep: Any = None, down_timeout: float = DOWN_TIMEOUT) -> int:
+        """After a reset: see it go down, drop the client, wait until it answers, log in again.
+
+        A BMC keeps answering for a few seconds after accepting a reset, so "up" right after the
+        request proves nothing: first wait (at most ``down_timeout``) until the old session stops
+        working. Returns the number of readiness polls.
+        """
+        import time
+
+        do_sleep = sleep or time.sleep
+        if self._conn is not None and down_timeout > 0:
+            with contextlib.suppress(MetalplaneError):  # it may have restarted between two polls
+                wait_for(
+                    lambda: Poll(self.went_down(), "still serving the old session"),
+                    timeout=down_timeout,
+                    what="the BMC to go down for its reset",
+                    backoff=DOWN_BACKOFF,
+                    sleep=do_sleep,
+                )
+        self.close()
+        polls = 0
+        last: dict[str, str] = {"seen": "not polled"}
+
+        def observe() -> Poll[str]:
+            nonlocal polls
+            polls += 1
+            state = self.probe()
+            last["seen"] = state
+            if state != "up":
+                return Poll(False, state)
+            try:
+                self.connect()
+                self.manager  # noqa: B018 - a real authenticated read: the BMC serves again
+            except MetalplaneError as exc:
+                if getattr(exc, "category", None) in (NOT_READY, AUTH) or isinstance(exc, AuthenticationError):
+                    self.close()
+                    return Poll(False, f"login: {exc.msg}")
+                raise
+            return Poll(True, "ready")
+
+        wait_for(
+            observe,
+            timeout=timeout,
+            what=f"the BMC at {self.params.bmc_url} to be ready",
+            backoff=READY_BACKOFF,
+            sleep=do_sleep,
+        )
+        return polls
+
+
+def sushy_error_types() -> tuple[type[BaseException], ...]:
+    return (sushy_exceptions.SushyError,)
