@@ -1,0 +1,324 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""List + watch several object sets under one deadline, and stop the moment a check passes.
+
+Why: a sleep-poll either hammers the API or notices readiness late (kubernetes.core's
+``k8s_info`` sleeps ``wait_sleep`` between checks). The informer pattern does neither: list once,
+then watch from the list's ``resourceVersion`` and re-evaluate on every event, so readiness is
+noticed within one event's latency and a 30 s wait costs one list and one watch per object set.
+
+Each object set (``WatchSpec``) is followed by its own thread that keeps a consistent snapshot
+flowing to the caller's thread: a dropped stream, a 410 Gone or any ending before the deadline
+leads to a fresh list (which replaces that set's state, so deletions during an outage are not
+missed); an API that is down is retried with ``Backoff`` until the one deadline shared by all
+sets. The check runs in the caller's thread only, once every set has been listed at least once.
+A final error (401, 403, a bad selector) ends the wait at once.
+
+``Feed`` is the I/O seam: ``KubeFeed`` talks to the API server, tests pass a fake.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import MetalplaneError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Clock, Deadline
+
+from .client import KindNotServed, KubeClient, TransientApiError, watch_events
+
+# Retry pacing while the API server is unreachable or answering 5xx: quick first retries (an
+# apiserver restart takes about a second), capped so a long outage costs few requests.
+OUTAGE_BACKOFF = Backoff(initial=0.2, cap=2.0, factor=2.0, jitter=0.2)
+# HTTP 410 Gone: the watch's resourceVersion is too old; only a fresh list recovers.
+GONE = 410
+
+ObjectKey = tuple[str, str]  # (namespace or "", name)
+State = dict[str, dict[ObjectKey, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """One object set: a kind, optionally narrowed by namespace and selectors."""
+
+    key: str
+    api_version: str
+    kind: str
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+    def describe(self) -> str:
+        text = f"{self.kind} ({self.api_version})"
+        if self.namespace:
+            text += f" in {self.namespace}"
+        selectors = ",".join(s for s in (self.label_selector, self.field_selector) if s)
+        return f"{text} [{selectors}]" if selectors else text
+
+
+class Stream(Protocol):
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class Feed(Protocol):
+    def list(self, spec: WatchSpec, timeout: float) -> tuple[list[dict[str, Any]], str]: ...
+
+    def watch(self, spec: WatchSpec, resource_version: str, timeout: float) -> Stream: ...
+
+
+@dataclass
+class Outcome:
+    """What a wait ended with: the check's verdict and summary, and what the sets looked like."""
+
+    ready: bool
+    summary: Any
+    state: State
+    errors: dict[str, str] = field(default_factory=dict)
+    elapsed: float = 0.0
+    lists: int = 0
+    watches: int = 0
+
+
+def object_key(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def apply_event(objects: dict[ObjectKey, dict[str, Any]], event_type: str, obj: dict[str, Any]) -> None:
+    """Fold one watch event into a set's snapshot."""
+    if event_type == "DELETED":
+        objects.pop(object_key(obj), None)
+    elif event_type in ("ADDED", "MODIFIED"):
+        objects[object_key(obj)] = obj
+
+
+class _Follower(threading.Thread):
+    """Keeps one ``WatchSpec`` flowing into the shared queue until stopped or out of time."""
+
+    def __init__(
+        self,
+        *,
+        feed: Feed,
+        spec: WatchSpec,
+        deadline: Deadline,
+        events: queue.Queue[tuple[Any, ...]],
+        stop: threading.Event,
+        backoff: Backoff,
+    ) -> None:
+        super().__init__(name=f"watch-{spec.key}", daemon=True)
+        self.feed, self.spec, self.deadline = feed, spec, deadline
+        self.events, self.stop, self.backoff = events, stop, backoff
+        self.stream: Stream | None = None
+        self.lists = 0
+        self.watches = 0
+
+    def run(self) -> None:
+        delays = self.backoff.delays()
+        while not self.stop.is_set() and not self.deadline.expired():
+            try:
+                self._list_and_watch()
+                delays = self.backoff.delays()  # a healthy round resets the outage pacing
+                continue
+            except (TransientApiError, KindNotServed) as exc:
+                self.events.put(("error", self.spec.key, exc.msg))
+            except MetalplaneError as exc:
+                self.events.put(("fatal", self.spec.key, exc))
+                return
+            except Exception as exc:
+                self.events.put(("fatal", self.spec.key, MetalplaneError(f"Watching {self.spec.describe()}: {exc!r}")))
+                return
+            self.stop.wait(min(next(delays), self.deadline.remaining()))
+
+    def _list_and_watch(self) -> None:
+        items, resource_version = self.feed.list(self.spec, self.deadline.remaining())
+        self.lists += 1
+        self.events.put(("reset", self.spec.key, items))
+        remaining = self.deadline.remaining()
+        if self.stop.is_set() or remaining <= 0:
+            return
+        self.stream = self.feed.watch(self.spec, resource_version, math.ceil(remaining))
+        self.watches += 1
+        try:
+            for event in self.stream:
+                if self.stop.is_set():
+                    return
+                kind = event.get("type")
+                obj = event.get("object") or {}
+                if kind == "BOOKMARK":
+                    continue
+                if kind == "ERROR":
+                    code = obj.get("code")
+                    if code == GONE:
+                        return  # too old to resume: the caller's loop lists again
+                    raise TransientApiError(
+                        f"Watch of {self.spec.describe()} failed: {obj.get('message') or obj}", status=code
+                    )
+                self.events.put(("event", self.spec.key, kind, obj))
+        finally:
+            stream, self.stream = self.stream, None
+            if stream is not None:
+                stream.close()
+
+
+def follow(
+    feed: Feed,
+    specs: Iterable[WatchSpec],
+    check: Callable[[State], tuple[bool, Any]],
+    *,
+    timeout: float,
+    backoff: Backoff = OUTAGE_BACKOFF,
+    clock: Clock = time.monotonic,
+) -> Outcome:
+    """Follow every spec until ``check(state)`` says done or ``timeout`` passes (one deadline).
+
+    ``check`` gets ``{spec.key: {(namespace, name): object}}`` and returns ``(done, summary)``.
+    Returns the ``Outcome`` either way: the caller decides how a timeout fails. A ``MetalplaneError``
+    that no retry can fix (401, 403, 422) is raised as soon as a follower meets it.
+    """
+    specs = list(specs)
+    start = clock()
+    deadline = Deadline(timeout, clock=clock)
+    events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    stop = threading.Event()
+    state: State = {spec.key: {} for spec in specs}
+    errors: dict[str, str] = {}
+    followers = [
+        _Follower(feed=feed, spec=spec, deadline=deadline, events=events, stop=stop, backoff=backoff) for spec in specs
+    ]
+    for follower in followers:
+        follower.start()
+    try:
+        ready, summary = _consume(
+            events=events, state=state, errors=errors, check=check, deadline=deadline, expected=len(specs)
+        )
+    finally:
+        stop.set()
+        for follower in followers:
+            stream = follower.stream
+            if stream is not None:
+                with contextlib.suppress(Exception):  # best effort: the thread is a daemon
+                    stream.close()
+    if not ready:
+        ready, summary = check(state)
+    return Outcome(
+        ready=ready,
+        summary=summary,
+        state=state,
+        errors=errors,
+        elapsed=clock() - start,
+        lists=sum(f.lists for f in followers),
+        watches=sum(f.watches for f in followers),
+    )
+
+
+def _consume(
+    *,
+    events: queue.Queue[tuple[Any, ...]],
+    state: State,
+    errors: dict[str, str],
+    check: Callable[[State], tuple[bool, Any]],
+    deadline: Deadline,
+    expected: int,
+) -> tuple[bool, Any]:
+    """Fold queued messages into ``state`` and run ``check`` until it passes or time is up."""
+    synced: set[str] = set()
+    ready, summary = False, None
+    while True:
+        if len(synced) == expected:
+            ready, summary = check(state)
+            if ready:
+                return ready, summary
+        remaining = deadline.remaining()
+        if remaining <= 0:
+            return ready, summary
+        try:
+            message = events.get(timeout=remaining)
+        except queue.Empty:
+            return ready, summary
+        _apply(message, state, synced, errors)
+        while True:  # fold everything already queued before evaluating again
+            try:
+                _apply(events.get_nowait(), state, synced, errors)
+            except queue.Empty:
+                break
+
+
+def _apply(message: tuple[Any, ...], state: State, synced: set[str], errors: dict[str, str]) -> None:
+    action, key = message[0], message[1]
+    if action == "reset":
+        state[key] = {object_key(obj): obj for obj in message[2]}
+        synced.add(key)
+        errors.pop(key, None)
+    elif action == "event":
+        apply_event(state[key], message[2], message[3])
+    elif action == "error":
+        errors[key] = message[2]
+    elif action == "fatal":
+        raise message[2]
+
+
+def observe_once(feed: Feed, specs: Iterable[WatchSpec], timeout: float) -> State:
+    """One list per spec, no waiting (check mode: report what is there now)."""
+    return {spec.key: {object_key(obj): obj for obj in feed.list(spec, timeout)[0]} for spec in specs}
+
+
+class _ResponseStream:
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return watch_events(self._response)
+
+    def close(self) -> None:
+        try:
+            self._response.close()
+            self._response.release_conn()
+        except Exception:
+            pass
+
+
+class KubeFeed:
+    """``Feed`` over a ``KubeClient``; discovery is serialised (its cache is not thread-safe)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    def _resource(self, spec: WatchSpec) -> Any:
+        with self._lock:
+            found = self._resources.get((spec.api_version, spec.kind))
+            if found is None:
+                found = self.client.resource(spec.api_version, spec.kind)
+                self._resources[(spec.api_version, spec.kind)] = found
+            return found
+
+    def list(self, spec: WatchSpec, timeout: float) -> tuple[list[dict[str, Any]], str]:
+        return self.client.list(
+            self._resource(spec),
+            namespace=spec.namespace,
+            label_selector=spec.label_selector,
+            field_selector=spec.field_selector,
+            request_timeout=max(1.0, timeout),
+        )
+
+    def watch(self, spec: WatchSpec, resource_version: str, timeout: float) -> Stream:
+        response = self.client.open_watch(
+            self._resource(spec),
+            resource_version=resource_version,
+            timeout_seconds=int(timeout),
+            namespace=spec.namespace,
+            label_selector=spec.label_selector,
+            field_selector=spec.field_selector,
+        )
+        return _ResponseStream(response)

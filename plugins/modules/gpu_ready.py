@@ -1,0 +1,182 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Wait until a workload cluster's GPU stack is validated and its GPUs are advertised."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_ready
+short_description: Wait until a Kubernetes cluster's GPUs are validated and advertised
+version_added: 0.1.0
+description:
+  - Watches the GPU readiness signals of a workload cluster and returns as soon as every requested check
+    passes, with a per-node GPU inventory (model, count, memory, driver version) and the InferenceClass
+    C(devices) entry that describes the pool.
+  - C(operator) checks that the GPU Operator's validator DaemonSet has at least one desired pod and all of
+    them ready (its init containers validate driver, toolkit, CUDA and device plugin).
+  - C(allocatable) checks that every node matched by O(node_selector) advertises at least O(gpus_per_node)
+    C(nvidia.com/gpu) in C(status.allocatable) (device-plugin stack; DRA does not fill it).
+  - C(dra) checks that ResourceSlices of driver O(dra_driver) publish at least O(gpus_per_node) GPU devices
+    (or C(count) of O(device_match)) for every matched node, and that those devices satisfy O(device_match).
+  - Uses watches (one list, then events) under one deadline; a dropped watch or an API outage is recovered
+    from by listing again. On timeout it fails and says which node lacks what and, for validator pods that
+    are not ready, their container states.
+  - In check mode it evaluates once and reports, without waiting or failing.
+extends_documentation_fragment:
+  - metalplane.inference.attributes.info_module
+  - metalplane.inference.kube
+options:
+  checks:
+    description: The readiness checks to run, all of which must pass.
+    type: list
+    elements: str
+    choices: [operator, allocatable, dra]
+    default: [operator, allocatable]
+  node_selector:
+    description:
+      - Label selector of the GPU pool's nodes, as a string (V(modelplane.ai/pool=gpu)) or a mapping of labels.
+      - Omitted, every node must pass the node checks.
+    type: raw
+  gpus_per_node:
+    description:
+      - GPUs each matched node must advertise (C(allocatable)) or publish as DRA devices (C(dra), unless
+        O(device_match) sets C(count)).
+    type: int
+    default: 1
+  validator_namespace:
+    description: Namespace of the validator DaemonSet.
+    type: str
+    default: gpu-operator
+  validator_name:
+    description: Name of the validator DaemonSet (V(nvidia-dra-validator) for the operator's DRA mode).
+    type: str
+    default: nvidia-operator-validator
+  dra_driver:
+    description: DRA driver whose ResourceSlices are checked (V(gpu.example.com) for the dra-example-driver).
+    type: str
+    default: gpu.nvidia.com
+  dra_api_version:
+    description: API version of ResourceSlice (V(resource.k8s.io/v1beta1) before Kubernetes 1.34).
+    type: str
+    default: resource.k8s.io/v1
+  device_match:
+    description:
+      - An InferenceClass C(devices) entry (or just its C(attributes), C(capacity) and C(count)) that the
+        DRA devices must satisfy. Attributes must be equal (versions compared as semantic versions,
+        so V(9.0) equals V(9.0.0)); capacities are minimums (the device must have at least that much).
+      - Attribute names are bare (C(architecture)); the driver's domain is implied.
+    type: dict
+  timeout:
+    description: Seconds to wait for all checks together. V(0) checks once.
+    type: float
+    default: 600
+"""
+
+EXAMPLES = r"""
+- name: Wait for the GPU Operator and 2 allocatable GPUs on every gpu-pool node
+  metalplane.inference.gpu_ready:
+    kubeconfig: "{{ workload_kubeconfig }}"
+    checks: [operator, allocatable]
+    node_selector: modelplane.ai/pool=gpu
+    gpus_per_node: 2
+    timeout: 900
+  register: gpus
+
+- name: Check that the DRA devices match the InferenceClass before adopting the cluster
+  metalplane.inference.gpu_ready:
+    kubeconfig: "{{ workload_kubeconfig }}"
+    checks: [dra]
+    node_selector: {modelplane.ai/pool: gpu}
+    device_match:
+      name: gpu
+      driver: gpu.nvidia.com
+      deviceClassName: gpu.nvidia.com
+      count: 2
+      attributes:
+        architecture: {string: Volta}
+        cudaComputeCapability: {version: "7.0.0"}
+      capacity:
+        memory: {value: 32Gi}
+
+- name: Generate an InferenceClass from what the nodes report
+  kubernetes.core.k8s:
+    definition:
+      apiVersion: modelplane.ai/v1alpha1
+      kind: InferenceClass
+      metadata: {name: r730}
+      spec:
+        devices: "{{ gpus.inference_class_devices }}"
+"""
+
+RETURN = r"""
+ready:
+  description: Whether every requested check passed.
+  returned: always
+  type: bool
+checks:
+  description: Per check, its verdict and figures (desired/ready pods, nodes short of GPUs, ...).
+  returned: always
+  type: dict
+  sample:
+    operator: {found: true, ready: true, desired: 2, ready_pods: 2}
+    allocatable: {ready: true, nodes: 2, short: []}
+nodes:
+  description: Per matched node, its GPU inventory and what it lacks.
+  returned: always
+  type: dict
+  sample:
+    r730:
+      ready: true
+      missing: []
+      source: dra
+      model: Tesla V100-PCIE-32GB
+      count: 2
+      memory: 32Gi
+      driver_version: 580.126.20
+      architecture: Volta
+      cuda_compute_capability: 7.0.0
+      allocatable: 0
+      inference_class_devices: [{name: gpu, driver: gpu.nvidia.com, count: 2}]
+problems:
+  description: One line per unmet condition (empty when ready).
+  returned: always
+  type: list
+  elements: str
+inference_class_devices:
+  description: An InferenceClass C(devices) list for the pool, when every matched node reports the same GPUs.
+  returned: always
+  type: list
+  elements: dict
+elapsed:
+  description: Seconds spent waiting.
+  returned: always
+  type: float
+"""
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import KUBE_CONNECTION_SPEC
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.gpu import CHECKS, DEFAULT_DRA_DRIVER
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.runners import run_gpu_ready
+
+
+def argument_spec() -> dict:
+    return {
+        **KUBE_CONNECTION_SPEC,
+        "checks": {"type": "list", "elements": "str", "choices": list(CHECKS), "default": ["operator", "allocatable"]},
+        "node_selector": {"type": "raw"},
+        "gpus_per_node": {"type": "int", "default": 1},
+        "validator_namespace": {"type": "str", "default": "gpu-operator"},
+        "validator_name": {"type": "str", "default": "nvidia-operator-validator"},
+        "dra_driver": {"type": "str", "default": DEFAULT_DRA_DRIVER},
+        "dra_api_version": {"type": "str", "default": "resource.k8s.io/v1"},
+        "device_match": {"type": "dict"},
+        "timeout": {"type": "float", "default": 600},
+    }
+
+
+def main() -> None:
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_gpu_ready)
+
+
+if __name__ == "__main__":
+    main()
