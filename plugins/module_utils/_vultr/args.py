@@ -1,0 +1,63 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The argument spec every Vultr module shares (paired with ``plugins/doc_fragments/vultr.py``).
+
+Why: one place for credentials, endpoint, TLS and timeouts, named as in vultr.cloud so users of
+that collection feel at home, and one function that turns them into a client.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+
+from .client import DEFAULT_ENDPOINT, VultrClient
+
+# Waits: Terraform gives VKE 60 minutes; GPU pools take the longest.
+DEFAULT_WAIT_TIMEOUT = 3600
+
+
+def vultr_argument_spec() -> dict[str, Any]:
+    """Options common to every Vultr module (documented in the ``vultr`` doc fragment)."""
+    return {
+        "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["VULTR_API_KEY"])},
+        "api_endpoint": {
+            "type": "str",
+            "default": DEFAULT_ENDPOINT,
+            "fallback": (env_fallback, ["VULTR_API_ENDPOINT"]),
+        },
+        "api_timeout": {"type": "int", "default": 60},
+        "api_retries": {"type": "int", "default": 5},
+        "api_retry_max_delay": {"type": "int", "default": 12},
+        "validate_certs": {"type": "bool", "default": True},
+    }
+
+
+def wait_argument_spec() -> dict[str, Any]:
+    """``wait``/``wait_timeout`` for modules that change state."""
+    return {
+        "wait": {"type": "bool", "default": True},
+        "wait_timeout": {"type": "int", "default": DEFAULT_WAIT_TIMEOUT},
+    }
+
+
+def client_from_params(params: dict[str, Any]) -> VultrClient:
+    """A client for the module's params; raises ``InputError`` before any request on bad input."""
+    if not params.get("api_key"):
+        raise InputError("api_key", "is required: set the option or the VULTR_API_KEY environment variable")
+    for name in ("api_timeout", "api_retries", "api_retry_max_delay"):
+        if params[name] < (1 if name == "api_timeout" else 0):
+            raise InputError(name, f"must not be negative or zero-length, got {params[name]}")
+    return VultrClient(
+        params["api_key"],
+        api_endpoint=params.get("api_endpoint"),
+        timeout=params["api_timeout"],
+        retries=params["api_retries"],
+        retry_max_delay=params["api_retry_max_delay"],
+        validate_certs=params["validate_certs"],
+    )

@@ -1,0 +1,243 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one Vultr API client of this collection, built on vultr-python.
+
+Why: vultr-python (``vultr.Vultr``) gives the Bearer-authenticated ``requests`` session and the
+verb helpers, but hard-codes a 10 s timeout, has no pagination, no base-URL option and raises one
+exception type for everything. This subclass keeps its session and verbs and adds:
+
+* the base URL from ``api_endpoint`` (vultr.cloud convention: ``https://api.vultr.com``, ``/v2`` appended);
+* ``Content-Type: application/json`` on every request (the API rejects requests without it);
+* a urllib3 ``Retry`` mounted on the session (:class:`VultrRetry`): 429 and 503 are retried for every
+  method honouring ``Retry-After``; other 5xx and read errors only for idempotent methods, so a POST
+  is never blindly replayed. :meth:`VultrClient.create` re-reads after an ambiguous POST failure;
+* cursor pagination (``meta.links.next``) and typed errors (see ``errors.py``);
+* a per-instance request counter (no global state), reported by the modules for the benchmark.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
+
+from .errors import TransportError, is_ambiguous_write_failure, is_server_error, map_error
+
+VULTR_IMPORT_ERROR: str | None
+try:
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+    from vultr import Vultr, VultrException
+
+    VULTR_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - exercised by the sanity import test
+    VULTR_IMPORT_ERROR = traceback.format_exc()
+    Vultr = object  # type: ignore[assignment,misc]
+    Retry = object  # type: ignore[assignment,misc]
+
+T = TypeVar("T")
+
+DEFAULT_ENDPOINT = "https://api.vultr.com"  # the API lives under <endpoint>/v2
+API_PREFIX = "/v2"
+# Statuses that mean "not processed, come back later": retried for EVERY method, Retry-After honoured.
+THROTTLE_STATUSES = frozenset({429, 503})
+# Other server errors: the request may have been processed, so only idempotent methods are retried.
+SERVER_ERROR_STATUSES = frozenset({500, 502, 504})
+# Methods safe to replay. PATCH is included because this collection only PATCHes absolute values
+# (node_quantity, autoscaler bounds, tag); additive labels/taints go through their own endpoints.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"})
+PAGE_SIZE = 500  # Vultr's maximum per_page: a list costs one request up to 500 objects
+RETRY_AFTER_MAX = 120.0  # never sleep longer than this on one Retry-After
+# A lost POST response whose re-read found nothing is sent again at most this many times in total.
+CREATE_ATTEMPTS = 3
+
+
+def should_retry_status(method: str, status: int) -> bool:
+    """Retry classification of a response status (pure, unit-tested)."""
+    if status in THROTTLE_STATUSES:
+        return True
+    return status in SERVER_ERROR_STATUSES and method.upper() in IDEMPOTENT_METHODS
+
+
+@dataclass
+class RequestCounter:
+    """Requests made by one client: ``calls`` logical calls, ``retries`` extra wire requests."""
+
+    calls: int = 0
+    retries: int = 0
+    by_method: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.calls + self.retries
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "retries": self.retries, "total": self.total, "by_method": dict(self.by_method)}
+
+
+class VultrRetry(Retry):  # type: ignore[misc,valid-type]
+    """urllib3 Retry with this collection's classification and a shared request counter.
+
+    ``allowed_methods`` stays the idempotent set, so urllib3 never replays a POST after a read
+    error (the request may have been processed); :meth:`is_retry` widens *status* retries to every
+    method for 429/503 only.
+    """
+
+    counter: RequestCounter | None = None
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if not self.total:
+            return False
+        return should_retry_status(method, status_code)
+
+    def get_retry_after(self, response: Any) -> float | None:
+        requested = super().get_retry_after(response)
+        return None if requested is None else min(requested, RETRY_AFTER_MAX)
+
+    def new(self, **kw: Any) -> VultrRetry:
+        fresh = super().new(**kw)
+        fresh.counter = self.counter
+        return fresh
+
+    def increment(self, *args: Any, **kwargs: Any) -> VultrRetry:
+        fresh = super().increment(*args, **kwargs)
+        if self.counter is not None:
+            self.counter.retries += 1
+        return fresh
+
+
+def endpoint_url(api_endpoint: str | None) -> str:
+    """``https://api.vultr.com`` -> ``https://api.vultr.com/v2`` (a trailing ``/v2`` is accepted)."""
+    base = (api_endpoint or DEFAULT_ENDPOINT).rstrip("/")
+    return base if base.endswith(API_PREFIX) else base + API_PREFIX
+
+
+class VultrClient(Vultr):  # type: ignore[misc,valid-type]
+    """vultr-python's ``Vultr`` with retries, timeouts, pagination, typed errors and counting."""
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        api_endpoint: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 5,
+        retry_max_delay: float = 12.0,
+        validate_certs: bool = True,
+        user_agent: str = "metalplane.inference",
+    ) -> None:
+        super().__init__(api_key=api_key)
+        self.url = endpoint_url(api_endpoint)  # instance attribute shadows Vultr.url
+        self.timeout = timeout
+        self.counter = RequestCounter()
+        self._session.verify = validate_certs
+        self._session.headers.update(
+            {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": user_agent}
+        )
+        retry = VultrRetry(
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=retries,
+            backoff_factor=0.5,
+            backoff_max=retry_max_delay,
+            backoff_jitter=0.25,
+            allowed_methods=IDEMPOTENT_METHODS,
+            status_forcelist=THROTTLE_STATUSES | SERVER_ERROR_STATUSES,
+            respect_retry_after_header=True,
+            raise_on_status=False,  # the last 429/5xx reaches our error mapping
+        )
+        retry.counter = self.counter
+        adapter = HTTPAdapter(max_retries=retry)
+        self._session.mount("https://", adapter)
+        self._session.mount("http://", adapter)
+
+    def _path(self, url: str) -> str:
+        return "/" + url[len(self.url) :].lstrip("/") if url.startswith(self.url) else url
+
+    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """One API call (vultr-python's hook, overridden for timeout, errors and counting)."""
+        verb = method.upper()
+        path = self._path(url)
+        self.counter.calls += 1
+        self.counter.by_method[verb] = self.counter.by_method.get(verb, 0) + 1
+        try:
+            response = self._session.request(verb, url, params=params, json=data, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise TransportError(
+                f"Vultr {verb} {path}: no response ({type(exc).__name__}); the API may be unreachable",
+                method=verb,
+                url=path,
+            ) from None
+        if not response.ok:
+            error = VultrException(response)
+            raise map_error(error.status, error.error, method=verb, path=path)
+        if response.status_code == 204 or not response.content:
+            return None
+        if response.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise ApiError(
+                f"Vultr {verb} {path}: expected a JSON response, got {response.headers.get('content-type')!r}",
+                status=response.status_code,
+                method=verb,
+                url=path,
+            )
+        return response.json()
+
+    # -- verbs with explicit bodies (vultr-python's post/patch/put take **kwargs) -----------------
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None
+    ) -> Any:
+        return self._req(method, f"{self.url}/{path.lstrip('/')}", body, params=params)
+
+    def list_all(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every item of a cursor-paginated list (``meta.links.next`` until empty)."""
+        query: dict[str, Any] = {"per_page": PAGE_SIZE, **(params or {})}
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        while True:
+            page = self.get(path, params=query) or {}
+            items.extend(page.get(key) or [])
+            cursor = ((page.get("meta") or {}).get("links") or {}).get("next") or ""
+            if not cursor or cursor in seen:  # a repeated cursor would loop forever
+                return items
+            seen.add(cursor)
+            query = {**query, "cursor": cursor}
+
+    def create(
+        self,
+        path: str,
+        body: dict[str, Any],
+        key: str,
+        find: Callable[[], dict[str, Any] | None],
+        *,
+        attempts: int = CREATE_ATTEMPTS,
+    ) -> tuple[dict[str, Any], bool]:
+        """POST a create, never replaying it blindly; return ``(object, recovered)``.
+
+        After a lost response or a 5xx, ``find()`` re-reads (list by label/marker). If the object
+        exists, the create took effect and it is returned with ``recovered=True``. If it does not:
+        a 5xx is raised (the server answered that it failed; replaying may repeat a real error),
+        a lost response is sent again, up to ``attempts`` sends in total.
+        """
+        last: Exception | None = None
+        for _ in range(max(1, attempts)):
+            try:
+                created = self.call("POST", path, body) or {}
+                return created.get(key) or {}, False
+            except ApiError as exc:
+                if not is_ambiguous_write_failure(exc):
+                    raise
+                last = exc
+            found = find()
+            if found is not None:
+                return found, True
+            if is_server_error(last):
+                raise last
+        raise last if last is not None else ApiError(f"Vultr POST {path}: create failed")

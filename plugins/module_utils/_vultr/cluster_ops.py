@@ -1,0 +1,360 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``vke_cluster``: find (label + marker), create, report drift, upgrade, pools, kubeconfig, delete.
+
+Why this shape: the no-op path is ONE request (``GET /kubernetes/clusters``, which embeds every
+pool), plus one for the kubeconfig when ``kubeconfig_path`` is set, whatever the number of pools
+(``node_pools`` are compared against the embedded objects). Catalogue checks and version resolution
+run only when something is created or upgraded.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
+    ApiError,
+    ConflictError,
+    InputError,
+    NotFoundError,
+)
+from ansible_collections.metalplane.inference.plugins.module_utils._common.files import (
+    private_file_needs_update,
+    write_private_file,
+)
+from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Poll, wait_for
+
+from .args import client_from_params
+from .catalog import check_plans_available, check_region, resolve
+from .client import VultrClient
+from .cluster import ClusterSpec, cluster_drift, cluster_spec_from_params, create_body, find_by_label, version_drift
+from .errors import is_server_error
+from .node_pool import PoolSpec, pool_spec_from_params
+from .pool_ops import PoolOptions, reconcile_pool, remove_pools
+from .versions import LATEST, is_exact, normalise, resolve_version
+from .waits import POLL_BACKOFF, cluster_ready, wait_cluster_active, wait_gone
+
+CLUSTERS = "/kubernetes/clusters"
+
+VPC_ONLY_EXPLANATION = (
+    "VKE refused to create the cluster with vpc_only: true (HTTP {status}: {error}). VKE has failed "
+    "cluster creation for VPC-only node pools (without it, nodes keep public interfaces). Check that "
+    "vpc_id names a VPC with a NAT gateway in region {region}, or set vpc_only: false. Nothing was left "
+    "behind{cleanup}."
+)
+
+
+def list_clusters(client: VultrClient) -> list[dict[str, Any]]:
+    return client.list_all(CLUSTERS, "vke_clusters")
+
+
+def cluster_view(cluster: dict[str, Any] | None) -> dict[str, Any]:
+    if not cluster:
+        return {}
+    keys = ("id", "label", "region", "version", "status", "ha_controlplanes", "firewall_group_id", "endpoint")
+    view = {k: cluster.get(k) for k in keys}
+    view["node_pools"] = sorted(p.get("label") for p in cluster.get("node_pools") or [])
+    return view
+
+
+def _pool_specs(params: dict[str, Any]) -> list[tuple[PoolSpec, dict[str, Any]]]:
+    specs = []
+    for index, item in enumerate(params.get("node_pools") or []):
+        specs.append((pool_spec_from_params(item, prefix=f"node_pools[{index}]."), item))
+    labels = [s.label for s, _ in specs]
+    if len(set(labels)) != len(labels):
+        raise InputError("node_pools", "pool labels must be unique within the cluster")
+    return specs
+
+
+def run_vke_cluster(module: MetalplaneModule) -> dict[str, Any]:
+    params = module.params
+    spec = cluster_spec_from_params(params)
+    pool_specs = _pool_specs(params) if params["state"] == "present" else []
+    if any(s.label == spec.system_pool.label for s, _ in pool_specs):
+        raise InputError("node_pools", f"{spec.system_pool.label!r} is the system pool's label; use another")
+    client = client_from_params(params)
+    if params["state"] == "absent":
+        result = _absent(client, spec, params, module.check_mode)
+    else:
+        result = _present(client, spec, pool_specs, params, module)
+    result["api_requests"] = client.counter.as_dict()
+    if not module.diff_mode:
+        result.pop("diff", None)
+    return result
+
+
+def _find(client: VultrClient, spec: ClusterSpec, force: bool) -> dict[str, Any] | None:
+    ours, foreign = find_by_label(list_clusters(client), spec.label)
+    if len(ours) > 1:
+        ids = ", ".join(c["id"] for c in ours)
+        raise ConflictError(
+            f"several clusters labelled {spec.label!r} carry this collection's marker ({ids}); delete the extra ones"
+        )
+    if ours:
+        return ours[0]
+    if foreign and not force:
+        raise ConflictError(
+            f"a VKE cluster labelled {spec.label!r} exists ({foreign[0]['id']}) but was not created by this "
+            "collection (no node pool tagged 'metalplane.inference/cluster'); choose another label, or set "
+            "force: true to manage it"
+        )
+    return foreign[0] if foreign else None
+
+
+def _present(
+    client: VultrClient,
+    spec: ClusterSpec,
+    pool_specs: list[tuple[PoolSpec, dict[str, Any]]],
+    params: dict[str, Any],
+    module: MetalplaneModule,
+) -> dict[str, Any]:
+    check = module.check_mode
+    timeout = params["wait_timeout"]
+    cluster = _find(client, spec, params["force"])
+    actions: list[str] = []
+    result: dict[str, Any] = {"changed": False, "actions": actions, "drift": []}
+    before = cluster_view(cluster)
+    if cluster is None:
+        cluster = _create(client, spec, pool_specs, params=params, check=check, actions=actions)
+        result["changed"] = True
+        if cluster is None:  # check mode
+            result.update(cluster={}, diff={"before": {}, "after": {"label": spec.label, "state": "present"}})
+            if params.get("kubeconfig_path"):
+                actions.append(f"write kubeconfig to {params['kubeconfig_path']}")
+            return result
+    else:
+        cluster = _existing(client, spec, cluster, params=params, check=check, result=result)
+    if params["wait"] and not check and cluster.get("status") != "active":
+        cluster = wait_cluster_active(client, cluster["id"], timeout)
+    if pool_specs:
+        cluster = _converge_pools(client, cluster, pool_specs, params=params, check=check, result=result)
+    if params.get("kubeconfig_path"):
+        if _kubeconfig(client, cluster, Path(params["kubeconfig_path"]), check, module):
+            result["changed"] = True
+            actions.append(f"wrote kubeconfig to {params['kubeconfig_path']}")
+        result["kubeconfig_path"] = params["kubeconfig_path"]
+    result["cluster"] = cluster
+    result["diff"] = {"before": before, "after": cluster_view(cluster)}
+    return result
+
+
+def _existing(
+    client: VultrClient,
+    spec: ClusterSpec,
+    cluster: dict[str, Any],
+    *,
+    params: dict[str, Any],
+    check: bool,
+    result: dict,
+) -> dict[str, Any]:
+    """Drift of create-only fields (reported) and the version (reported, or upgraded when allowed)."""
+    result["drift"] = cluster_drift(spec, cluster)
+    upgrade = _version_change(client, spec, cluster, params["allow_upgrade"])
+    if upgrade is None:
+        return cluster
+    target, reason = upgrade
+    if not params["allow_upgrade"]:
+        result["drift"].append(
+            {"field": "version", "observed": cluster["version"], "desired": target, "reason": reason}
+        )
+        return cluster
+    result["changed"] = True
+    result["actions"].append(f"upgrade {cluster['version']} -> {target}")
+    if check:
+        return cluster
+    return _upgrade(client, cluster, target, params["wait_timeout"] if params["wait"] else None)
+
+
+def _converge_pools(
+    client: VultrClient,
+    cluster: dict[str, Any],
+    pool_specs: list[tuple[PoolSpec, dict[str, Any]]],
+    *,
+    params: dict[str, Any],
+    check: bool,
+    result: dict,
+) -> dict[str, Any]:
+    """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal)."""
+    pools_result = []
+    changed = False
+    for pool_spec, item in pool_specs:
+        opts = PoolOptions(
+            replace=bool(item.get("replace")),
+            check_mode=check,
+            wait=params["wait"],
+            wait_timeout=params["wait_timeout"],
+        )
+        if item.get("state") == "absent":
+            outcome = remove_pools(client, cluster, pool_spec, opts)
+        else:
+            outcome = reconcile_pool(client, cluster, pool_spec, opts)
+        outcome.pop("diff", None)
+        pools_result.append(outcome)
+        if outcome["changed"]:
+            changed = True
+            result["actions"].extend(f"{pool_spec.label}: {a}" for a in outcome["actions"])
+    result["node_pools"] = pools_result
+    if changed:
+        result["changed"] = True
+        if not check:
+            return client.call("GET", f"{CLUSTERS}/{cluster['id']}")["vke_cluster"]
+    return cluster
+
+
+def _create(
+    client: VultrClient,
+    spec: ClusterSpec,
+    pool_specs: list[tuple[PoolSpec, dict[str, Any]]],
+    *,
+    params: dict[str, Any],
+    check: bool,
+    actions: list[str],
+) -> dict[str, Any] | None:
+    region = check_region(client, spec.region)
+    plans = {"system_pool.plan": spec.system_pool.plan}
+    plans.update(
+        {f"node_pools[{i}].plan": s.plan for i, (s, item) in enumerate(pool_specs) if item.get("state") != "absent"}
+    )
+    check_plans_available(client, region, plans)
+    version = normalise(spec.version) if is_exact(spec.version) else resolve(client, spec.version)
+    actions.append(f"create cluster {spec.label} ({version}, {region}) with pool {spec.system_pool.label}")
+    if check:
+        return None
+    body = create_body(spec, version)
+
+    def find() -> dict[str, Any] | None:
+        ours, _ = find_by_label(list_clusters(client), spec.label)
+        return ours[0] if ours else None
+
+    try:
+        cluster, recovered = client.create(CLUSTERS, body, "vke_cluster", find=find)
+    except ApiError as exc:
+        if spec.vpc_only and is_server_error(exc):
+            raise _vpc_only_failure(client, spec, exc, find, params["wait_timeout"]) from None
+        raise
+    if recovered:
+        actions.append("create response was lost or failed; found the created cluster by label and marker")
+    return cluster
+
+
+def _vpc_only_failure(client: VultrClient, spec: ClusterSpec, exc: ApiError, find: Any, timeout: float) -> ApiError:
+    """Clean up anything the failed vpc_only create left behind, and explain the limitation."""
+    cleanup = ""
+    partial = find()
+    if partial is not None:
+        path = f"{CLUSTERS}/{partial['id']}"
+        with contextlib.suppress(NotFoundError):
+            client.call("DELETE", f"{path}/delete-with-linked-resources")
+        wait_gone(client, path, timeout, f"partially created cluster {partial['id']}")
+        cleanup = f" (the partially created cluster {partial['id']} was deleted)"
+    error = exc.details.get("error") or exc.msg
+    return ApiError(
+        VPC_ONLY_EXPLANATION.format(status=exc.status, error=error, region=spec.region, cleanup=cleanup),
+        status=exc.status,
+        details={"vpc_only": True},
+    )
+
+
+def _version_change(
+    client: VultrClient, spec: ClusterSpec, cluster: dict[str, Any], allow_upgrade: bool
+) -> tuple[str, str] | None:
+    """``(target, reason)`` when the running version does not satisfy the request."""
+    current = cluster.get("version", "")
+    if spec.version == LATEST:
+        upgrades = client.call("GET", f"{CLUSTERS}/{cluster['id']}/available-upgrades").get("available_upgrades") or []
+        if upgrades:
+            return resolve_version(LATEST, upgrades), "a newer version is available"
+        return None
+    if not version_drift(spec, current):
+        return None
+    if is_exact(spec.version):
+        return normalise(spec.version), "running version differs"
+    if not allow_upgrade:
+        return spec.version, "running version does not match"
+    upgrades = client.call("GET", f"{CLUSTERS}/{cluster['id']}/available-upgrades").get("available_upgrades") or []
+    return resolve_version(spec.version, upgrades), "running version does not match"
+
+
+def _upgrade(client: VultrClient, cluster: dict[str, Any], target: str, timeout: float | None) -> dict[str, Any]:
+    path = f"{CLUSTERS}/{cluster['id']}"
+    try:
+        client.call("POST", f"{path}/upgrades", {"upgrade_version": target})
+    except ApiError as exc:
+        # A 500 also means "invalid upgrade version": never replay; re-read to see whether it started.
+        if not is_server_error(exc) and exc.status is not None:
+            raise
+        again = client.call("GET", path)["vke_cluster"]
+        if again.get("version") != target and not _upgrade_pending(client, path, target):
+            raise ApiError(
+                f"upgrade of cluster {cluster.get('label')!r} to {target} was refused ({exc.msg}); "
+                "pick a version from its available upgrades",
+                status=exc.status,
+            ) from None
+    if timeout is None:
+        return client.call("GET", path)["vke_cluster"]
+
+    def observe() -> Poll[dict[str, Any]]:
+        seen = client.call("GET", path)["vke_cluster"]
+        return Poll(seen.get("version") == target and cluster_ready(seen), seen)
+
+    return wait_for(
+        observe, timeout=timeout, what=f"cluster {cluster.get('label')!r} to run {target}", backoff=POLL_BACKOFF
+    )
+
+
+def _upgrade_pending(client: VultrClient, path: str, target: str) -> bool:
+    """An accepted upgrade removes the target from the available upgrades (best effort)."""
+    upgrades = client.call("GET", f"{path}/available-upgrades").get("available_upgrades") or []
+    return target not in upgrades
+
+
+def _kubeconfig(
+    client: VultrClient, cluster: dict[str, Any], path: Path, check: bool, module: MetalplaneModule
+) -> bool:
+    encoded = client.call("GET", f"{CLUSTERS}/{cluster['id']}/config").get("kube_config") or ""
+    module.log_secret(encoded)
+    try:
+        content = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(f"cluster {cluster.get('label')!r}: the kubeconfig returned by VKE is not base64") from None
+    module.log_secret(content.decode(errors="replace"))
+    if check:
+        return private_file_needs_update(path, content)
+    return write_private_file(path, content)
+
+
+def _absent(client: VultrClient, spec: ClusterSpec, params: dict[str, Any], check: bool) -> dict[str, Any]:
+    ours, foreign = find_by_label(list_clusters(client), spec.label)
+    if foreign and not ours and not params["force"]:
+        raise ConflictError(
+            f"refusing to delete VKE cluster {spec.label!r} ({foreign[0]['id']}): it does not carry this collection's "
+            "marker (a node pool tagged 'metalplane.inference/cluster'). Set force: true to delete it anyway."
+        )
+    targets = ours + (foreign if params["force"] else [])
+    suffix = "/delete-with-linked-resources" if params["delete_linked_resources"] else ""
+    result: dict[str, Any] = {
+        "changed": bool(targets),
+        "actions": [f"delete cluster {c['id']}{' with linked resources' if suffix else ''}" for c in targets],
+        "drift": [],
+        "cluster": {},
+        "diff": {"before": cluster_view(targets[0]) if targets else {}, "after": {}},
+    }
+    if check:
+        return result
+    for cluster in targets:
+        path = f"{CLUSTERS}/{cluster['id']}"
+        try:
+            client.call("DELETE", path + suffix)
+        except NotFoundError:
+            continue
+        if params["wait"]:
+            wait_gone(client, path, params["wait_timeout"], f"cluster {spec.label!r}")
+    return result

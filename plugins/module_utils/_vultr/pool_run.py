@@ -1,0 +1,83 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``vke_node_pool``: one pool of an existing cluster (found by label or id).
+
+Why separate from ``vke_cluster``: GPU pools are added, resized or removed without touching the
+cluster. A no-op costs one request: the cluster list embeds the pools.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ConflictError, NotFoundError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+
+from .args import client_from_params
+from .catalog import check_plans_available
+from .client import VultrClient
+from .cluster import is_owned
+from .cluster_ops import CLUSTERS, list_clusters
+from .node_pool import pool_spec_from_params, select_pools
+from .pool_ops import PoolOptions, reconcile_pool, remove_pools
+
+
+def find_cluster(client: VultrClient, ref: str) -> dict[str, Any] | None:
+    """The cluster whose id or label is ``ref`` (ours first when labels repeat)."""
+    clusters = list_clusters(client)
+    by_id = [c for c in clusters if c.get("id") == ref]
+    if by_id:
+        return by_id[0]
+    by_label = [c for c in clusters if c.get("label") == ref]
+    if len(by_label) > 1:
+        ours = [c for c in by_label if is_owned(c)]
+        if len(ours) == 1:
+            return ours[0]
+        ids = ", ".join(c["id"] for c in by_label)
+        raise ConflictError(f"cluster: several VKE clusters are labelled {ref!r} ({ids}); pass the cluster id instead")
+    return by_label[0] if by_label else None
+
+
+def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
+    params = module.params
+    spec = pool_spec_from_params(params)
+    client = client_from_params(params)
+    cluster = find_cluster(client, params["cluster"])
+    opts = PoolOptions(
+        replace=params["replace"],
+        force=params["force"],
+        check_mode=module.check_mode,
+        wait=params["wait"],
+        wait_timeout=params["wait_timeout"],
+    )
+    if params["state"] == "absent":
+        if cluster is None:
+            result: dict[str, Any] = {"changed": False, "actions": [], "skipped": ["cluster not found"]}
+        else:
+            result = remove_pools(client, cluster, spec, opts)
+    else:
+        if cluster is None:
+            raise NotFoundError(f"cluster: no VKE cluster has the id or label {params['cluster']!r}")
+        current, _stale, foreign = select_pools(spec, cluster.get("node_pools") or [])
+        needs_new = params.get("id") is None and (
+            (current is None and foreign is None) or (current is not None and current.get("plan") != spec.plan)
+        )
+        if needs_new and (current is None or params["replace"]):
+            check_plans_available(client, cluster["region"], {"plan": spec.plan})
+        result = reconcile_pool(client, cluster, spec, opts, pool_id=params.get("id"))
+        result["cluster_id"] = cluster["id"]
+        if result["changed"] and not module.check_mode:
+            # The pool's final state (nodes included) for the caller.
+            pool = result.get("node_pool")
+            if pool and pool.get("id"):
+                with contextlib.suppress(NotFoundError):
+                    result["node_pool"] = client.call("GET", f"{CLUSTERS}/{cluster['id']}/node-pools/{pool['id']}")[
+                        "node_pool"
+                    ]
+    result["api_requests"] = client.counter.as_dict()
+    if not module.diff_mode:
+        result.pop("diff", None)
+    return result
