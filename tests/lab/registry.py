@@ -55,4 +55,13 @@ EMULATORS: tuple[Emulator, ...] = (
         endpoint=_artifacts_endpoint,
         ready_files=lambda state_dir: [state_dir / "artifacts" / "installer.iso"],
     ),
+    # Vultr API v2 (VKE) emulator: api_endpoint follows vultr.cloud's convention (no /v2; the client
+    # appends it), the key is the emulator's fixed lab key (lab.vultr.DEFAULT_API_KEY).
+    Emulator(
+        name="vultr",
+        endpoint=lambda host, port, _state_dir: {
+            "api_endpoint": f"http://{host}:{port}",
+            "api_key": "lab-vultr-api-key",
+        },
+    ),
 )
