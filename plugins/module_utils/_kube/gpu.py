@@ -370,7 +370,7 @@ def node_inventory(node: Mapping[str, Any], devices: list[dict[str, Any]] | None
         source="labels" if labels.get(LABEL_PRODUCT) else ("allocatable" if inventory["allocatable"] else "none"),
         count=int(count) if str(count or "").isdigit() else inventory["allocatable"],
         model=labels.get(LABEL_PRODUCT),
-        architecture=str(labels[LABEL_FAMILY]).title() if labels.get(LABEL_FAMILY) else None,
+        architecture=str(labels[LABEL_FAMILY]).replace("-", " ").title() if labels.get(LABEL_FAMILY) else None,
         cuda_compute_capability=compute,
         driver_version=driver,
         memory=f"{memory}Mi" if str(memory or "").isdigit() else None,
