@@ -69,12 +69,33 @@ def build_configuration(auth: dict[str, Any]) -> Any:
     )
     if not have_direct:
         _load_kubeconfig(auth, configuration)
+    overrides = _overrides(auth)
+    _apply_overrides(configuration, overrides)
+    # The kubeconfig loader installs a hook that re-applies the kubeconfig's token, host and TLS
+    # settings before every request (for expiring tokens); re-apply the options after it, or
+    # they would be silently undone on the first call.
+    loader_hook = configuration.refresh_api_key_hook
+    if loader_hook is not None and overrides:
+
+        def _refresh(config: Any) -> None:
+            loader_hook(config)
+            _apply_overrides(config, overrides)
+
+        configuration.refresh_api_key_hook = _refresh
+    return configuration
+
+
+def _overrides(auth: dict[str, Any]) -> dict[str, Any]:
+    """Configuration attributes that the module options force, whatever the kubeconfig says."""
+    overrides: dict[str, Any] = {}
     if auth.get("host"):
-        configuration.host = str(auth["host"]).rstrip("/")
+        overrides["host"] = str(auth["host"]).rstrip("/")
     if auth.get("api_key"):
-        configuration.api_key = {"authorization": f"Bearer {auth['api_key']}"}
+        # "BearerToken" is read by kubernetes >= 32, "authorization" by older clients.
+        bearer = f"Bearer {auth['api_key']}"
+        overrides["api_key"] = {"BearerToken": bearer, "authorization": bearer}
     if auth.get("validate_certs") is not None:
-        configuration.verify_ssl = bool(auth["validate_certs"])
+        overrides["verify_ssl"] = bool(auth["validate_certs"])
     for option, attribute in (
         ("ca_cert", "ssl_ca_cert"),
         ("client_cert", "cert_file"),
@@ -83,8 +104,13 @@ def build_configuration(auth: dict[str, Any]) -> Any:
         ("no_proxy", "no_proxy"),
     ):
         if auth.get(option):
-            setattr(configuration, attribute, auth[option])
-    return configuration
+            overrides[attribute] = auth[option]
+    return overrides
+
+
+def _apply_overrides(configuration: Any, overrides: dict[str, Any]) -> None:
+    for attribute, value in overrides.items():
+        setattr(configuration, attribute, dict(value) if isinstance(value, dict) else value)
 
 
 def _load_kubeconfig(auth: dict[str, Any], configuration: Any) -> None:
