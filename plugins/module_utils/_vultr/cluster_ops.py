@@ -67,7 +67,8 @@ def cluster_view(cluster: dict[str, Any] | None) -> dict[str, Any]:
 def _pool_specs(params: dict[str, Any]) -> list[tuple[PoolSpec, dict[str, Any]]]:
     specs = []
     for index, item in enumerate(params.get("node_pools") or []):
-        specs.append((pool_spec_from_params(item, prefix=f"node_pools[{index}]."), item))
+        present = item.get("state", "present") == "present"
+        specs.append((pool_spec_from_params(item, prefix=f"node_pools[{index}].", need_plan=present), item))
     labels = [s.label for s, _ in specs]
     if len(set(labels)) != len(labels):
         raise InputError("node_pools", "pool labels must be unique within the cluster")

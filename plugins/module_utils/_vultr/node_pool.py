@@ -105,13 +105,18 @@ def _int(params: dict[str, Any], name: str, prefix: str, minimum: int) -> int | 
     return int(value)
 
 
-def pool_spec_from_params(params: dict[str, Any], *, prefix: str = "", default_tag: str = OWNER_TAG) -> PoolSpec:
-    """Validate pool options and apply defaults; every error names the option (``prefix`` + name)."""
+def pool_spec_from_params(
+    params: dict[str, Any], *, prefix: str = "", default_tag: str = OWNER_TAG, need_plan: bool = True
+) -> PoolSpec:
+    """Validate pool options and apply defaults; every error names the option (``prefix`` + name).
+
+    ``need_plan=False`` is for ``state: absent``, where only the label and tag matter.
+    """
     label = (params.get("label") or "").strip()
     if not _LABEL_RE.match(label):
         raise InputError(f"{prefix}label", f"{label!r} is not a valid pool label (letters, digits, '.', '_', '-')")
     plan = (params.get("plan") or "").strip()
-    if not plan:
+    if not plan and need_plan:
         raise InputError(
             f"{prefix}plan", "is required (a Vultr plan id such as vc2-6c-16gb or vcg-l40s-16c-180g-48vram)"
         )

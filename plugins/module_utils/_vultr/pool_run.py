@@ -43,7 +43,7 @@ def find_cluster(client: VultrClient, ref: str) -> dict[str, Any] | None:
 
 def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
     params = module.params
-    spec = pool_spec_from_params(params)
+    spec = pool_spec_from_params(params, need_plan=params["state"] == "present")
     client = client_from_params(params)
     cluster = find_cluster(client, params["cluster"])
     opts = PoolOptions(
