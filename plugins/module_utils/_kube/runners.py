@@ -94,7 +94,11 @@ def run_kube_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
     ready, entries = outcome.ready, outcome.summary
     result = {"changed": False, "ready": ready, "objects": entries, "elapsed": round(outcome.elapsed, 3)}
     if not ready:
-        what = f"{spec.describe()}" + (f" {name!r}" if name else "")
+        if name:
+            ref = f"{spec.namespace}/{name}" if spec.namespace else name
+            what = f"{spec.kind} ({spec.api_version}) {ref!r}"
+        else:
+            what = spec.describe()
         msg = readiness.timeout_message(what, timeout, entries)
         if outcome.errors:
             msg += f"; last API error: {'; '.join(outcome.errors.values())}"
