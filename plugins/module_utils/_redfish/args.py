@@ -82,7 +82,7 @@ def parse_bmc_url(value: str) -> tuple[str, str]:
 def connection_params(params: dict[str, Any]) -> ConnectionParams:
     """Validate the shared options of a module's ``params``."""
     base_url, root_prefix = parse_bmc_url(params["bmc_url"])
-    timeout = int(params.get("timeout") or DEFAULT_TIMEOUT)
+    timeout = int(DEFAULT_TIMEOUT if params.get("timeout") is None else params["timeout"])
     if timeout <= 0:
         raise InputError("timeout", f"must be a positive number of seconds, got {timeout}")
     verify: bool | str = bool(params.get("validate_certs", True))

@@ -119,18 +119,24 @@ def current_power(client: Any) -> str:
     return getattr(system.power_state, "value", str(system.power_state))
 
 
+def read_power(client: Any) -> str:
+    """One GET of the System (``system.refresh`` would also re-read its loaded sub-resources)."""
+    return str(client.get_json(client.system_path(), "Reading the power state").get("PowerState") or "Unknown")
+
+
 def wait_power(client: Any, target: str, timeout: float, *, sleep: Any = None) -> str:
     def observe() -> Poll[str]:
-        client.system.refresh(force=True)
-        value = normalise_power(current_power(client))
+        value = normalise_power(read_power(client))
         return Poll(value == target, value)
 
     kwargs: dict[str, Any] = {"sleep": sleep} if sleep else {}
     return wait_for(observe, timeout=timeout, what=f"power state {target}", backoff=POWER_BACKOFF, **kwargs)
 
 
-def execute(client: Any, plan: PowerPlan, timeout: float, graceful_timeout: float = GRACEFUL_OFF_TIMEOUT) -> list[str]:
-    """Send the plan's resets and wait for its target; returns the resets actually sent."""
+def execute(
+    client: Any, plan: PowerPlan, timeout: float, graceful_timeout: float = GRACEFUL_OFF_TIMEOUT
+) -> tuple[list[str], str]:
+    """Send the plan's resets and wait for its target; returns (resets sent, power state seen)."""
     from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import WaitTimeout
 
     sent: list[str] = []
@@ -147,16 +153,14 @@ def execute(client: Any, plan: PowerPlan, timeout: float, graceful_timeout: floa
                 sent.append("ForceOff")
         elif not last and reset == "ForceOff":
             wait_power(client, "Off", timeout)
-    if sent:
-        wait_power(client, plan.target, timeout)
-    return sent
+    final = wait_power(client, plan.target, timeout) if sent else read_power(client)
+    return sent, final
 
 
 def reboot(client: Any, timeout: float) -> str:
     """Restart the host (or power it on) and wait until it is On again; returns the reset used."""
-    client.system.refresh(force=True)
-    plan = plan_power("restarted", current_power(client), allowed_resets(client.system))
-    return ",".join(execute(client, plan, timeout))
+    plan = plan_power("restarted", read_power(client), allowed_resets(client.system))
+    return ",".join(execute(client, plan, timeout)[0])
 
 
 def ensure_power(
@@ -169,8 +173,8 @@ def ensure_power(
         result["power_state"] = before
         result["actions"] = []
         return result
-    sent = execute(client, plan, timeout, graceful_timeout)
+    sent, final = execute(client, plan, timeout, graceful_timeout)
     result["actions"] = sent
     result["forced"] = "ForceOff" in sent and state == "off"
-    result["power_state"] = current_power(client)
+    result["power_state"] = final
     return result

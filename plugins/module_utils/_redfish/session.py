@@ -108,13 +108,11 @@ class RedfishClient:
             self.root = sushy.Sushy(p.base_url, root_prefix=p.root_prefix, auth=self._auth, connector=conn)
             # sushy falls back to Basic auth silently; a wrong password only shows on the next GET.
             if self._auth.get_session_key() is None:
-                conn.get(self.system_path())
+                self._system = self.root.get_system(self.system_path())
         except Exception as exc:
             self._drop()
             raise from_sushy(exc, f"Logging in to {p.bmc_url}") from exc
         self.logins += 1
-        self._system = None
-        self._manager = None
 
     def close(self) -> None:
         """Delete the session (if any) and close the HTTP connection pool; never raises."""

@@ -108,10 +108,13 @@ class Media:
         self.ready_timeout = ready_timeout
         self.sleep = sleep
         self.steps: list[str] = []
+        self._cache: dict[str, Any] | None = None  # slot id -> sushy VirtualMedia (one listing per login)
 
     # -- reading ---------------------------------------------------------------------------
     def slots(self) -> list[Any]:
-        return self.quirks.virtual_media_slots(self.client)
+        if self._cache is None:
+            self._cache = {slot.identity: slot for slot in self.quirks.virtual_media_slots(self.client)}
+        return list(self._cache.values())
 
     def infos(self) -> list[dict[str, Any]]:
         return [slot_info(s) for s in self.slots()]
@@ -196,6 +199,7 @@ class Media:
         self.steps.append(f"recover: BMC reset after {second.message_ids or second.category}")
         self.steps.append(self.quirks.reset_bmc(self.client))
         polls = self.client.wait_ready(self.ready_timeout)
+        self._cache = None  # the old slot objects belong to the closed session
         self.steps.append(f"BMC ready after {polls} polls")
         try:
             self._insert_once(slot_id, image_url)
