@@ -64,4 +64,15 @@ EMULATORS: tuple[Emulator, ...] = (
             "api_key": "lab-vultr-api-key",
         },
     ),
+    # Kubernetes API emulator (HTTPS + token): clients use the kubeconfig it writes (the token lives
+    # only there); seeded like a small VKE L40S cluster (2 GPU nodes, DRA slices, operator validator).
+    Emulator(
+        name="kube",
+        endpoint=lambda host, port, state_dir: {
+            "kubeconfig": str(state_dir / "kube-lab.kubeconfig"),
+            "url": f"https://{host}:{port}",
+        },
+        extra_args=lambda _state_dir: ["--gpu-nodes", "2", "--gpu-product", "NVIDIA-L40S", "--dra"],
+        ready_files=lambda state_dir: [state_dir / "kube-lab.kubeconfig"],
+    ),
 )
