@@ -1,0 +1,621 @@
+"""The state of one emulated BMC and the host behind it (``lab.redfish``).
+
+Why: the modules under test must see the *behaviour* of an iDRAC, not a static tree: power that
+takes time to change, a one-time boot consumed by the next boot, BIOS changes that wait for a job
+and a reboot, virtual media that really fetches its URL, a Manager reset with a downtime window.
+Time-driven changes are evaluated lazily from timestamps (no timer threads), so a delay scale of
+0 makes every transition instant and tests stay deterministic.
+
+Everything here is in terms of canonical paths (``/redfish/v1/...``); the HTTP layer adds and
+strips the per-BMC mount prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.redfish_faults import BASE_MESSAGES, DELL_MESSAGES, FAULTS, Fault, error_body
+from lab.redfish_personality import PERSONALITIES, Personality
+
+# How long the emulated BMC waits for an image URL before it reports it unreachable (seconds).
+IMAGE_FETCH_TIMEOUT = 3.0
+
+# Persistent boot devices: (name, kind). The kind decides what the host "boots from".
+LEGACY_DEVICES = (
+    ("HardDisk.List.1-1", "Hdd"),
+    ("NIC.Integrated.1-1-1", "Pxe"),
+    ("Optical.SATAEmbedded.J-1", "PhysicalCD"),
+)
+UEFI_DEVICES = (
+    ("RAID.Integrated.1-1", "Hdd"),
+    ("NIC.PxeDevice.1-1", "Pxe"),
+    ("Optical.SATAEmbedded.J-1", "PhysicalCD"),
+)
+# BootOptions for services with Boot.BootOrder: id -> (display name, kind).
+BOOT_OPTIONS = {
+    "Boot0001": ("PXE Device 1: Integrated NIC 1 Port 1 Partition 1", "Pxe"),
+    "Boot0002": ("RAID Controller in SL 3: Ubuntu", "Hdd"),
+    "Boot0003": ("Embedded SATA Port Optical Drive J", "PhysicalCD"),
+}
+DEFAULT_BOOT_ORDER = ("Boot0002", "Boot0001", "Boot0003")
+
+GPU_MODEL = "Tesla V100-PCIE-16GB"
+
+_job_numbers = itertools.count(int(time.time()) % 10**6 * 1000)
+
+
+@dataclass
+class BmcSpec:
+    """What a lab BMC is: its name, personality, credentials and timings (seconds, scaled)."""
+
+    name: str
+    personality: str = "idrac8"
+    username: str = "root"
+    password: str = "calvin"
+    power_state: str = "Off"
+    port: int | None = None  # also serve this BMC at the root of its own port (0 = pick a free one)
+    boot_mode: str | None = None  # BIOS BootMode "Uefi" or "Bios"; default per personality
+    max_sessions: int | None = None  # default per personality (iDRAC8: 4)
+    asset_tag: str = ""
+    serial: str | None = None
+    macs: tuple[str, ...] | None = None
+    gpus: int = 2
+    power_delay: float = 3.0  # PoweringOn/PoweringOff duration
+    reset_down: float = 30.0  # after Manager.Reset: connection refused / dropped
+    reset_busy: float = 10.0  # then 503 SYS518
+    reset_unauth: float = 15.0  # then 401 for valid credentials
+    lc_delay: float = 5.0  # iDRAC9: LCStatus NotReady after the reset window
+    task_delay: float = 2.0  # SCP import task runtime
+
+    def __post_init__(self) -> None:
+        if self.personality not in PERSONALITIES:
+            msg = f"unknown personality {self.personality!r}; choose one of {sorted(PERSONALITIES)}"
+            raise ValueError(msg)
+        if self.power_state not in ("On", "Off"):
+            msg = f"power_state must be On or Off, not {self.power_state!r}"
+            raise ValueError(msg)
+
+
+@dataclass
+class Reply:
+    """What a handler answers: status, JSON body (or None) and extra headers."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    text: str | None = None  # a non-JSON body ($metadata)
+    content_type: str = "application/json;odata.metadata=minimal;charset=utf-8"
+
+
+@dataclass
+class RequestRecord:
+    time: float
+    method: str
+    path: str
+    status: int
+    duration: float
+
+
+@dataclass
+class Slot:
+    id: str
+    media_types: tuple[str, ...]
+    inserted: bool = False
+    image: str | None = None
+    write_protected: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "media_types": list(self.media_types),
+            "inserted": self.inserted,
+            "image": self.image,
+            "write_protected": self.write_protected,
+        }
+
+
+def _mac(name: str, index: int) -> str:
+    digest = hashlib.sha256(f"{name}/{index}".encode()).digest()
+    return "f8:bc:12:" + ":".join(f"{b:02x}" for b in digest[:3])
+
+
+def _seq_entries(key: str, devices: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "Enabled": True,
+            "Id": f"BIOS.Setup.1-1#{key}#{name}#{hashlib.md5(name.encode()).hexdigest()[:32]}",
+            "Index": i,
+            "Name": name,
+        }
+        for i, (name, _kind) in enumerate(devices)
+    ]
+
+
+class BmcError(Exception):
+    """Raised inside handlers; carries the Reply to send."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+class BmcState:
+    """One BMC: host power, boot settings, BIOS, virtual media, jobs, sessions, faults, log."""
+
+    def __init__(self, spec: BmcSpec, delay_scale: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.p: Personality = PERSONALITIES[spec.personality]
+        self.delay_scale = delay_scale
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.requests: list[RequestRecord] = []
+        self.counters: Counter[str] = Counter()
+        self.faults: dict[str, Fault] = {}
+        self.resets = 0
+        self.on_reset: Callable[[BmcState], None] | None = None  # set by the HTTP layer
+        # host power
+        self._power = spec.power_state
+        self._steps: list[tuple[float, str, bool]] = []  # (at, new state, is a boot)
+        self.boot_history: list[dict[str, Any]] = []
+        # boot override
+        self.override_target = "None"
+        self.override_enabled = "Disabled"
+        self.uefi_target: str | None = None
+        self.scp_boot: dict[str, str] = {}
+        # persistent order
+        self.boot_options_order = list(DEFAULT_BOOT_ORDER)
+        self.pending_boot_order: list[str] | None = None
+        self.boot_seq = {
+            "BootSeq": _seq_entries("BootSeq", LEGACY_DEVICES),
+            "UefiBootSeq": _seq_entries("UefiBootSeq", UEFI_DEVICES),
+        }
+        self.pending_boot_seq: dict[str, list[dict[str, Any]]] = {}
+        # BIOS
+        self.bios: dict[str, Any] = {
+            "BootMode": spec.boot_mode or self.p.default_boot_mode,
+            "SystemModelName": self.p.model,
+            "ProcVirtualization": "Enabled",
+            "SriovGlobalEnable": "Disabled",
+            "BootSeqRetry": "Enabled",
+            "AssetTag": spec.asset_tag,
+        }
+        self.pending_bios: dict[str, Any] = {}
+        # virtual media, jobs, sessions
+        self.slots = {sid: Slot(sid, types) for sid, types in self.p.vm_slots}
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self._session_ids = itertools.count(1)
+        self.scp_imports: list[dict[str, Any]] = []
+        # manager reset window
+        self._reset_at: float | None = None
+        self._lc_ready_at = 0.0
+        self.macs = list(spec.macs) if spec.macs else [_mac(spec.name, i) for i in range(4)]
+        self.serial = spec.serial or ("CN7" + hashlib.sha256(spec.name.encode()).hexdigest()[:7].upper())
+        self.uuid = "4c4c4544-" + hashlib.sha256(spec.name.encode()).hexdigest()[:4] + "-3010-8052-b4c04f4b3232"
+
+    # ------------------------------------------------------------------ time
+    def scaled(self, seconds: float) -> float:
+        return seconds * self.delay_scale
+
+    def _advance(self) -> None:
+        now = self.clock()
+        while self._steps and self._steps[0][0] <= now:
+            _at, state, is_boot = self._steps.pop(0)
+            self._power = state
+            if is_boot:
+                self._host_boot()
+
+    @property
+    def power_state(self) -> str:
+        with self.lock:
+            self._advance()
+            return self._power
+
+    # ------------------------------------------------------------ messages
+    def error(self, message_id: str, *, status: int | None = None, text: str | None = None) -> BmcError:
+        """An error Reply: Dell IDs get the personality's prefix, others come from the Base registry."""
+        if message_id in DELL_MESSAGES:
+            dstatus, dtext, resolution = DELL_MESSAGES[message_id]
+            full_id = f"{self.p.dell_prefix or 'IDRAC.2.8.'}{message_id}"
+            body = error_body(full_id, text or dtext, base_version=self.p.base_version, resolution=resolution)
+            return BmcError(Reply(status or dstatus, body))
+        bstatus, btext = BASE_MESSAGES.get(message_id, (status or 400, text or message_id))
+        body = error_body(f"Base.{self.p.base_version}.{message_id}", text or btext, base_version=self.p.base_version)
+        return BmcError(Reply(status or bstatus, body))
+
+    # --------------------------------------------------------------- faults
+    def inject(self, fault: str, count: int = 1, **options: Any) -> None:
+        """Arm ``fault`` for the next ``count`` occurrences (see ``lab.redfish_faults.FAULTS``)."""
+        if fault not in FAULTS:
+            msg = f"unknown fault {fault!r}; choose one of {FAULTS}"
+            raise ValueError(msg)
+        with self.lock:
+            if fault == "boot_order_reverts":
+                options.setdefault("to", self._current_order_snapshot())
+            self.faults[fault] = Fault(fault, count, options)
+
+    def clear_faults(self) -> None:
+        with self.lock:
+            self.faults.clear()
+
+    def fire(self, fault: str) -> Fault | None:
+        """Consume one occurrence of ``fault`` if armed; sticky faults stay until a reset."""
+        with self.lock:
+            armed = self.faults.get(fault)
+            if armed is None:
+                return None
+            if not armed.sticky:
+                armed.count -= 1
+                if armed.count <= 0:
+                    del self.faults[fault]
+            self.counters[f"fault:{fault}"] += 1
+            return armed
+
+    def peek(self, fault: str) -> Fault | None:
+        return self.faults.get(fault)
+
+    # ------------------------------------------------------- reset window
+    def phase(self) -> str:
+        """``up``, or during a Manager reset window ``down`` -> ``busy`` -> ``unauth``."""
+        with self.lock:
+            if self._reset_at is None:
+                return "up"
+            elapsed = self.clock() - self._reset_at
+            for name, length in (
+                ("down", self.spec.reset_down),
+                ("busy", self.spec.reset_busy),
+                ("unauth", self.spec.reset_unauth),
+            ):
+                length = self.scaled(length)
+                if elapsed < length:
+                    return name
+                elapsed -= length
+            self._reset_at = None
+            return "up"
+
+    def reset_window_end(self) -> float:
+        total = self.scaled(self.spec.reset_down + self.spec.reset_busy + self.spec.reset_unauth)
+        return (self._reset_at or self.clock()) + total
+
+    def down_until(self) -> float:
+        return (self._reset_at or self.clock()) + self.scaled(self.spec.reset_down)
+
+    def manager_reset(self) -> None:
+        """What a BMC reboot does: sessions dropped, sticky faults and media cleared, downtime starts."""
+        with self.lock:
+            self.resets += 1
+            self.counters["manager_reset"] += 1
+            self.sessions.clear()
+            for name in [n for n, f in self.faults.items() if f.sticky]:
+                del self.faults[name]
+            for slot in self.slots.values():
+                slot.inserted, slot.image = False, None
+            self._reset_at = self.clock()
+            self._lc_ready_at = self.reset_window_end() + self.scaled(self.spec.lc_delay)
+        if self.on_reset is not None:
+            self.on_reset(self)
+
+    def lc_ready(self) -> bool:
+        return self.phase() == "up" and self.clock() >= self._lc_ready_at
+
+    # ------------------------------------------------------------ sessions
+    def check_credentials(self, username: str | None, password: str | None) -> bool:
+        return username == self.spec.username and password == self.spec.password
+
+    def login(self, username: Any, password: Any) -> Reply:
+        with self.lock:
+            if not self.check_credentials(username, password) or self.phase() == "unauth":
+                raise self.error("NoValidSession", status=401, text="Login failed: invalid user name or password.")
+            limit = self.spec.max_sessions or self.p.max_sessions
+            if self.fire("session_limit") is not None or len(self.sessions) >= limit:
+                self.counters["session_refused"] += 1
+                if self.p.name == "idrac8":
+                    # iDRAC8 answers a full session table with a misleading 401.
+                    raise self.error("NoValidSession", status=401, text="Unable to create a session.")
+                if self.p.dell:
+                    raise self.error("RAC0218")
+                raise self.error("SessionLimitExceeded")
+            sid = str(next(self._session_ids))
+            token = hashlib.sha256(f"{self.name}/{sid}/{time.time_ns()}".encode()).hexdigest()[:32]
+            self.sessions[sid] = {"Id": sid, "UserName": username, "token": token}
+            self.counters["session_login"] += 1
+            uri = f"/redfish/v1/SessionService/Sessions/{sid}"
+            body = {
+                "@odata.id": uri,
+                "@odata.type": "#Session.v1_0_2.Session",
+                "Id": sid,
+                "Name": "User Session",
+                "UserName": username,
+            }
+            return Reply(201, body, {"X-Auth-Token": token, "Location": uri})
+
+    def token_valid(self, token: str) -> bool:
+        return any(s["token"] == token for s in self.sessions.values())
+
+    def logout(self, sid: str) -> Reply:
+        with self.lock:
+            if self.sessions.pop(sid, None) is None:
+                raise self.error("ResourceNotFound")
+            self.counters["session_logout"] += 1
+            return Reply(204)
+
+    # ---------------------------------------------------------------- power
+    def reset_system(self, reset_type: Any) -> Reply:
+        with self.lock:
+            self._advance()
+            if reset_type not in self.p.reset_types:
+                raise self.error("ActionParameterValueNotInList", text=f"ResetType {reset_type!r} is not allowed.")
+            self.counters["system_reset"] += 1
+            self.counters[f"system_reset:{reset_type}"] += 1
+            d = self.scaled(self.spec.power_delay)
+            now = self.clock()
+            on = self._power in ("On", "PoweringOn")
+            if reset_type == "Nmi":
+                return Reply(204)
+            if reset_type == "PushPowerButton":
+                reset_type = "GracefulShutdown" if on else "On"
+            if reset_type in ("On", "ForceOn"):
+                if on:
+                    return self._already("On")
+                self._power, self._steps = "PoweringOn", [(now + d, "On", True)]
+            elif reset_type in ("ForceOff", "GracefulShutdown"):
+                if not on:
+                    return self._already("Off")
+                off_after = d * (0.5 if reset_type == "ForceOff" else 1.5)
+                self._power, self._steps = "PoweringOff", [(now + off_after, "Off", False)]
+            else:  # GracefulRestart, ForceRestart, PowerCycle
+                if not on and self.p.dell:
+                    return self._already("Off")
+                self._power = "PoweringOff" if on else "PoweringOn"
+                self._steps = [(now + d / 2, "PoweringOn", False), (now + d, "On", True)]
+            self._advance()
+            return Reply(204)
+
+    def _already(self, state: str) -> Reply:
+        if self.p.dell:
+            raise self.error(
+                "ActionNotSupported", text=f"Unable to perform the operation: the server is already {state}."
+            )
+        return Reply(204)
+
+    def reboot(self) -> None:
+        """Test helper: the host reboots now (power on if it was off) and goes through a boot."""
+        with self.lock:
+            self._advance()
+            self._steps = []
+            self._power = "On"
+            self._host_boot()
+
+    def power_cycle(self) -> None:
+        """Test helper: power off and on at once, with a boot."""
+        self.reboot()
+
+    # ---------------------------------------------------------- host boot
+    def _current_order_snapshot(self) -> dict[str, Any]:
+        return {
+            "options": list(self.boot_options_order),
+            "seq": {k: [dict(e) for e in v] for k, v in self.boot_seq.items()},
+        }
+
+    def seq_key(self) -> str:
+        return "UefiBootSeq" if self.bios["BootMode"] == "Uefi" else "BootSeq"
+
+    def _host_boot(self) -> None:
+        """One POST: apply scheduled BIOS jobs, maybe revert the order, pick the device, consume one-shots."""
+        for job in self.jobs.values():
+            if job["JobType"] == "BIOSConfiguration" and job["JobState"] == "Scheduled":
+                self._apply_bios_job(job)
+        if self.p.boot_order and not self.p.boot_order_pending:
+            pass  # generic: applied at PATCH time
+        elif self.pending_boot_order is not None:
+            self.boot_options_order, self.pending_boot_order = self.pending_boot_order, None
+        if not self.p.dell and self.pending_bios:
+            self.bios.update(self.pending_bios)
+            self.pending_bios = {}
+        revert = self.peek("boot_order_reverts")
+        if revert is not None and self._current_order_snapshot() != revert.options["to"]:
+            self.fire("boot_order_reverts")
+            snap = revert.options["to"]
+            self.boot_options_order = list(snap["options"])
+            self.boot_seq = {k: [dict(e) for e in v] for k, v in snap["seq"].items()}
+            self.counters["boot_order_reverted"] += 1
+        device, via = self._boot_device()
+        if self.override_enabled == "Once":
+            self.override_enabled, self.override_target = "Disabled", "None"
+        self.scp_boot = {}
+        self.counters["host_boot"] += 1
+        self.boot_history.append({"device": device, "via": via, "mode": self.bios["BootMode"]})
+
+    def _cd_inserted(self) -> bool:
+        return any(s.inserted and "CD" in s.media_types for s in self.slots.values())
+
+    def _boot_device(self) -> tuple[str, str]:
+        if self.scp_boot.get("BootOnce") == "Enabled" and self.scp_boot.get("FirstBootDevice") == "VCD-DVD":
+            if self._cd_inserted():
+                return "VirtualCD", "scp"
+        if self.override_enabled in ("Once", "Continuous") and self.override_target != "None":
+            target = self.override_target
+            if target == "Cd":
+                # iDRAC8: Cd is the physical optical drive (reference §0); 14G+/generic: virtual CD.
+                if self.p.name != "idrac8" and self._cd_inserted():
+                    return "VirtualCD", "override"
+                return "PhysicalCD", "override"
+            return target, "override"
+        if self.p.boot_sources and not self.p.boot_order:
+            for entry in sorted(self.boot_seq[self.seq_key()], key=lambda e: e["Index"]):
+                if entry["Enabled"]:
+                    kinds = dict(LEGACY_DEVICES + UEFI_DEVICES)
+                    return kinds.get(entry["Name"], entry["Name"]), "order"
+        for option in self.boot_options_order:
+            return BOOT_OPTIONS[option][1], "order"
+        return "None", "order"
+
+    # ----------------------------------------------------------------- BIOS
+    def _apply_bios_job(self, job: dict[str, Any]) -> None:
+        self.bios.update(self.pending_bios)
+        self.pending_bios = {}
+        for key, seq in self.pending_boot_seq.items():
+            self.boot_seq[key] = seq
+        self.pending_boot_seq = {}
+        if self.pending_boot_order is not None:
+            self.boot_options_order, self.pending_boot_order = self.pending_boot_order, None
+        job.update(
+            JobState="Completed",
+            PercentComplete=100,
+            Message="Job completed successfully.",
+            MessageId="PR19",
+            EndTime=_now_iso(),
+        )
+
+    def has_pending_bios(self) -> bool:
+        return bool(self.pending_bios or self.pending_boot_seq or self.pending_boot_order is not None)
+
+    def create_job(
+        self, job_type: str, name: str, target: str | None = None, state: str = "Scheduled"
+    ) -> dict[str, Any]:
+        jid = f"JID_{next(_job_numbers):012d}"
+        job = {
+            "Id": jid,
+            "Name": name,
+            "JobType": job_type,
+            "JobState": state,
+            "Message": "Task successfully scheduled." if state == "Scheduled" else "Job in progress.",
+            "MessageId": "JCP001" if state == "Scheduled" else "SYS058",
+            "PercentComplete": 0,
+            "StartTime": "TIME_NOW",
+            "EndTime": "TIME_NA",
+            "TargetSettingsURI": target,
+            "created": self.clock(),
+        }
+        self.jobs[jid] = job
+        self.counters["job_created"] += 1
+        return job
+
+    def job_view(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Advance a time-driven job (SCP import) and return it."""
+        if job["JobType"] == "ImportConfiguration" and job["JobState"] == "Running":
+            if self.clock() >= job["created"] + self.scaled(self.spec.task_delay):
+                job.update(
+                    JobState="Completed",
+                    PercentComplete=100,
+                    MessageId="SYS053",
+                    Message=DELL_MESSAGES["SYS053"][1],
+                    EndTime=_now_iso(),
+                )
+        return job
+
+    # ------------------------------------------------------- virtual media
+    def fetch_image(self, url: str) -> str | None:
+        """HEAD (then a one-byte GET) the image like a BMC would; None when reachable, else why not."""
+
+        class _NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+                return None  # iDRAC does not follow redirects: a 3xx is "not accessible"
+
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        opener = urllib.request.build_opener(_NoRedirect(), urllib.request.HTTPSHandler(context=context))
+        self.counters["image_fetch"] += 1
+        last = "unreachable"
+        for method, headers in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
+            request = urllib.request.Request(url, method=method, headers=headers)
+            try:
+                with opener.open(request, timeout=IMAGE_FETCH_TIMEOUT) as response:
+                    if response.status < 300:
+                        return None
+                    last = f"HTTP {response.status}"
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code}"
+                if exc.code not in (405, 501):
+                    return last
+            except (OSError, ValueError) as exc:
+                return str(exc)
+        return last
+
+    # ---------------------------------------------------------------- views
+    @property
+    def boot(self) -> dict[str, Any]:
+        with self.lock:
+            self._advance()
+            return {
+                "target": self.override_target,
+                "enabled": self.override_enabled,
+                "mode": "UEFI" if self.bios["BootMode"] == "Uefi" else "Legacy",
+                "order": list(self.boot_options_order) if self.p.boot_order else None,
+                "pending_order": list(self.pending_boot_order) if self.pending_boot_order is not None else None,
+                "boot_seq": [e["Name"] for e in sorted(self.boot_seq[self.seq_key()], key=lambda e: e["Index"])],
+                "pending_boot_seq": (
+                    [e["Name"] for e in sorted(self.pending_boot_seq[self.seq_key()], key=lambda e: e["Index"])]
+                    if self.seq_key() in self.pending_boot_seq
+                    else None
+                ),
+                "scp_boot": dict(self.scp_boot),
+                "history": [dict(b) for b in self.boot_history],
+            }
+
+    @property
+    def virtual_media(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            return {sid: slot.as_dict() for sid, slot in self.slots.items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a test or an out-of-process client may want to look at (JSON-safe)."""
+        with self.lock:
+            return {
+                "name": self.name,
+                "personality": self.p.name,
+                "power_state": self.power_state,
+                "phase": self.phase(),
+                "boot": self.boot,
+                "bios": dict(self.bios),
+                "pending_bios": dict(self.pending_bios),
+                "virtual_media": self.virtual_media,
+                "jobs": {jid: {k: v for k, v in j.items() if k != "created"} for jid, j in self.jobs.items()},
+                "resets": self.resets,
+                "sessions": len(self.sessions),
+                "faults": {n: f.as_dict() for n, f in self.faults.items()},
+                "counters": dict(self.counters),
+                "requests": len(self.requests),
+                "scp_imports": list(self.scp_imports),
+            }
+
+    def record(self, method: str, path: str, status: int, started: float) -> None:
+        with self.lock:
+            self.requests.append(RequestRecord(time.time(), method, path, status, time.monotonic() - started))
+            self.counters[method] += 1
+            self.counters[f"status:{status}"] += 1
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+
+
+def parse_scp_buffer(buffer: str) -> dict[str, str]:
+    """``{"FQDD/Attribute": value}`` from an SCP XML ImportBuffer; raises ValueError when malformed."""
+    try:
+        root = ET.fromstring(buffer)
+    except ET.ParseError as exc:
+        msg = f"ImportBuffer is not valid XML: {exc}"
+        raise ValueError(msg) from exc
+    if root.tag != "SystemConfiguration":
+        msg = "ImportBuffer must have a SystemConfiguration root element"
+        raise ValueError(msg)
+    values: dict[str, str] = {}
+    for component in root.iter("Component"):
+        fqdd = component.get("FQDD", "")
+        for attribute in component.iter("Attribute"):
+            values[f"{fqdd}/{attribute.get('Name', '')}"] = (attribute.text or "").strip()
+    return values
