@@ -275,7 +275,7 @@ def watch_events(response: Any) -> Iterator[dict[str, Any]]:
     """Decode a watch stream's JSON lines; transport failures become ``TransientApiError``."""
     buffer = b""
     try:
-        for chunk in response.stream(8192, decode_content=True):
+        for chunk in response.stream(amt=None, decode_content=False):
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)

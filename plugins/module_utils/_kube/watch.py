@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -68,6 +69,9 @@ class Stream(Protocol):
     def __iter__(self) -> Iterator[dict[str, Any]]: ...
 
     def close(self) -> None: ...
+
+    def interrupt(self) -> None:
+        """Wake a reader blocked in this stream, from another thread (it then closes the stream)."""
 
 
 class Feed(Protocol):
@@ -207,7 +211,7 @@ def follow(
             stream = follower.stream
             if stream is not None:
                 with contextlib.suppress(Exception):  # best effort: the thread is a daemon
-                    stream.close()
+                    stream.interrupt()
     if not ready:
         ready, summary = check(state)
     return Outcome(
@@ -278,6 +282,16 @@ class _ResponseStream:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return watch_events(self._response)
+
+    def interrupt(self) -> None:
+        # Closing a urllib3 response blocks while another thread reads it (until the server ends
+        # the stream); shutting the socket down wakes that reader at once. socket.socket's own
+        # shutdown is used so an SSL socket's state is left to the reading thread.
+        connection = getattr(self._response, "_connection", None) or getattr(self._response, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
     def close(self) -> None:
         try:

@@ -36,6 +36,9 @@ class FakeStream:
     def close(self) -> None:
         self.closed.set()
 
+    def interrupt(self) -> None:
+        self.closed.set()
+
 
 class FakeFeed:
     """Per spec key, a list of rounds; each round is one list (+ one watch). The last round repeats.
