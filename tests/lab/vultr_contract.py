@@ -191,7 +191,11 @@ class VultrContract:
         schema_errors = getattr(cause, "schema_errors", None)
         if schema_errors:
             return "; ".join(f"{_dotted(se.absolute_path) or '<body>'}: {se.message}" for se in schema_errors)
-        return f"{type(error).__name__}: {error}" + (f" ({cause!r})" if cause is not None else "")
+        try:
+            text = str(error)
+        except Exception:  # openapi-core's own __str__ fails on bodies that are not UTF-8
+            text = "(undescribable)"
+        return f"{type(error).__name__}: {text}" + (f" ({cause!r})" if cause is not None else "")
 
     def _response_messages(self, error: BaseException) -> list[str]:
         schema_errors = getattr(error.__cause__, "schema_errors", None)

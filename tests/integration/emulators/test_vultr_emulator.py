@@ -593,3 +593,17 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
     assert returncode == 0
     log = json.loads((tmp_path / "vultr-requests.json").read_text())
     assert [r["status"] for r in log["requests"]] == [200, 201]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"\x00", b"\xff\xfe", b"[]", b'{"region": 5}', b'{"region": "ewr", "version": "v1.35.6+1", "node_pools": [1]}'],
+    ids=["nul", "not-utf8", "array", "wrong-type", "pool-not-object"],
+)
+def test_malformed_bodies_are_400_not_crashes(emu: VultrEmulator, api: Api, raw: bytes) -> None:
+    with emu.expect_violations("malformed body on purpose"):
+        response = api("POST", "/kubernetes/clusters", data=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json() == {"error": "Bad request.", "status": 400}
+    assert emu.internal_errors == []
+    assert emu.clusters == {}
