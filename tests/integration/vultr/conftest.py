@@ -42,8 +42,3 @@ def vplay(playbook: Callable[..., Any], vultr_env: dict[str, str]) -> Callable[.
         return playbook(tasks, env=env, **kwargs)
 
     return _run
-
-
-def creating_requests(emu: VultrEmulator) -> list[dict[str, Any]]:
-    """Requests that could create something (every POST)."""
-    return [r for r in emu.requests if r["method"] == "POST"]
