@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
 from lab.vultr import VultrEmulator
 from lab.vultr_contract import assert_no_violations, contract_or_skip
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from lab.vultr import VultrEmulator
 
-
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
 GPU_PLAN_2 = "vcg-a16-6c-64g-16vram"
 
@@ -65,7 +64,8 @@ def test_cluster_lifecycle(vplay: Any, emu: VultrEmulator, tmp_path: Path) -> No
     assert created["changed"] is True
     assert created["cluster"]["status"] == "active"
     assert created["cluster"]["version"] == "v1.36.2+1"
-    assert "kube_config" not in str(created) and "apiVersion" not in str(created)
+    assert "kube_config" not in str(created)
+    assert "apiVersion" not in str(created)
     system = created["cluster"]["node_pools"][0]
     assert system["tag"] == "metalplane.inference/cluster"
     assert system["labels"] == {"modelplane.ai/pool": "system"}
@@ -147,7 +147,8 @@ def test_node_pool_lifecycle(vplay: Any, emu: VultrEmulator) -> None:
     assert pool(emu, "gpu")["node_quantity"] == 2
     failed = run.task("plan change")
     assert failed.get("failed") is True
-    assert "plan" in failed["msg"] and "replace: true" in failed["msg"]
+    assert "plan" in failed["msg"]
+    assert "replace: true" in failed["msg"]
 
     posts_before = len(creating_requests(emu))
     run = vplay(
@@ -162,8 +163,12 @@ def test_node_pool_lifecycle(vplay: Any, emu: VultrEmulator) -> None:
     assert run.rc == 0, run.stdout[-3000:]
     replaced = run.task("replace")
     assert replaced["changed"] is True
-    labels = [p["label"] for p in replaced and only_cluster(emu)["node_pools"]]
-    assert "system" in labels
+    pools_now = {p["label"]: p["plan"] for p in only_cluster(emu)["node_pools"]}
+    assert len(pools_now) == 2, pools_now  # system + the replacement; the old pool is gone
+    (new_label,) = set(pools_now) - {"system"}
+    assert new_label.startswith("gpu-")
+    assert pools_now[new_label] == GPU_PLAN_2
+    assert any(a.startswith("deleted pool gpu ") for a in replaced["actions"])
     assert run.task("replace again")["changed"] is False
     assert len(creating_requests(emu)) == posts_before + 1  # one new pool, nothing else created
     assert run.task("foreign absent")["changed"] is False
@@ -251,7 +256,8 @@ def test_vpc_only_500_explained_and_nothing_left(vplay: Any, emu: VultrEmulator)
     run = vplay([{**cluster_task("vpc", vpc_only=True, vpc_id="vpc-1"), "ignore_errors": True}])
     result = run.task("vpc")
     assert result.get("failed") is True
-    assert "vpc_only" in result["msg"] and "NAT gateway" in result["msg"]
+    assert "vpc_only" in result["msg"]
+    assert "NAT gateway" in result["msg"]
     assert emu.clusters == {}
     assert len(creating_requests(emu)) == 1  # never replayed
 
