@@ -73,7 +73,8 @@ class SushyToolsBmc:
         tmp = Path(self._tmp.name)
         cert, key = write_tls_files(tmp)
         htpasswd = tmp / "htpasswd"
-        htpasswd.write_text(f"{USERNAME}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt()).decode()}\n")
+        # rounds=4: the emulator checks the hash on every request; the default cost makes each ~0.3 s
+        htpasswd.write_text(f"{USERNAME}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()}\n")
         if self.power_delay is not None:
             self._saved_randint = fakedriver.random.randint
             delay = self.power_delay
