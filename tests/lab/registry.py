@@ -65,7 +65,7 @@ EMULATORS: tuple[Emulator, ...] = (
         },
     ),
     # Kubernetes API emulator (HTTPS + token): clients use the kubeconfig it writes (the token lives
-    # only there); seeded like a small VKE L40S cluster (2 GPU nodes, DRA slices, operator validator).
+    # only there); seeded like a small VKE L40S cluster (2 GPU nodes with DRA ResourceSlices).
     Emulator(
         name="kube",
         endpoint=lambda host, port, state_dir: {
@@ -74,5 +74,14 @@ EMULATORS: tuple[Emulator, ...] = (
         },
         extra_args=lambda _state_dir: ["--gpu-nodes", "2", "--gpu-product", "NVIDIA-L40S", "--dra"],
         ready_files=lambda state_dir: [state_dir / "kube-lab.kubeconfig"],
+    ),
+    # Redfish BMC emulator: one HTTPS port, one path prefix per BMC (iDRAC8 R730, iDRAC9, generic);
+    # clients verify TLS with the CA it writes (ca.pem). Endpoint shape: lab.redfish_personality.
+    Emulator(
+        name="redfish",
+        endpoint=lambda host, port, state_dir: __import__(
+            "lab.redfish_personality", fromlist=["lab_endpoint"]
+        ).lab_endpoint(host, port, state_dir),
+        ready_files=lambda state_dir: [state_dir / "ca.pem"],
     ),
 )
