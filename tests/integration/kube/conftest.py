@@ -1,0 +1,149 @@
+"""Kubernetes integration target: the in-process emulator, or the real kube-apiserver lane.
+
+``MP_KUBE_TARGET=real`` plus ``MP_REAL_KUBECONFIG`` (set by ``scripts/k8s-real/lane.py run``) point
+the same tests at a real Kubernetes 1.20 control plane; tests that need fault injection, the GPU
+simulators or ``resource.k8s.io`` (absent from 1.20) are marked ``emulator_only`` and skipped there.
+Seeding goes through the emulator's in-process API, or through the kubernetes client on the real
+server, behind one small ``KubeTarget`` interface.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+REAL = os.environ.get("MP_KUBE_TARGET") == "real" and bool(os.environ.get("MP_REAL_KUBECONFIG"))
+
+# A namespaced custom resource with a status subresource: what kube_ready waits on in practice
+# (InferenceCluster, ...); apiextensions.k8s.io/v1 exists on 1.20 as on the emulator.
+WIDGET_API = "test.metalplane.io/v1"
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.test.metalplane.io"},
+    "spec": {
+        "group": "test.metalplane.io",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "emulator_only: needs the Kubernetes emulator (faults, GPU simulators, resource.k8s.io)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not REAL:
+        return
+    skip = pytest.mark.skip(reason="emulator only (MP_KUBE_TARGET=real)")
+    for item in items:
+        if "emulator_only" in item.keywords:
+            item.add_marker(skip)
+
+
+class KubeTarget:
+    """Seeding and assertions the tests need, the same on the emulator and on a real server."""
+
+    def __init__(self, kubeconfig: str, emulator: Any = None) -> None:
+        self.kubeconfig = kubeconfig
+        self.emulator = emulator
+        self._dynamic: Any = None
+
+    @property
+    def real(self) -> bool:
+        return self.emulator is None
+
+    @property
+    def dynamic(self) -> Any:
+        if self._dynamic is None:
+            from kubernetes import config
+            from kubernetes.dynamic import DynamicClient
+
+            self._dynamic = DynamicClient(config.new_client_from_config(config_file=self.kubeconfig))
+        return self._dynamic
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.emulator is not None:
+            return self.emulator.apply(obj)
+        resource = self.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        meta = obj["metadata"]
+        return resource.server_side_apply(
+            body=obj, name=meta["name"], namespace=meta.get("namespace"), field_manager="tests", force_conflicts=True
+        ).to_dict()
+
+    def set_status(self, api_version: str, kind: str, name: str, status: dict[str, Any], namespace: str) -> None:
+        if self.emulator is not None:
+            self.emulator.set_status(api_version, kind, name, status, namespace=namespace)
+            return
+        resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        path = resource.path(name=name, namespace=namespace) + "/status"
+        self.dynamic.request("PATCH", path, body={"status": status}, content_type="application/merge-patch+json")
+
+    def ensure_widget_kind(self) -> None:
+        """Create the Widget CRD and wait until discovery serves it (about 0.5 s on a real server)."""
+        self.apply(WIDGET_CRD)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.emulator is not None:
+                    self.emulator.list(WIDGET_API, "Widget", namespace="default")
+                else:
+                    self.dynamic.resources.invalidate_cache()
+                    self.dynamic.resources.get(api_version=WIDGET_API, kind="Widget")
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise AssertionError("the Widget CRD never reached discovery")
+
+    def widget(self, name: str, ready: str | None, *, labels: dict[str, str] | None = None,
+               reason: str = "Testing", message: str = "") -> None:  # fmt: skip
+        self.apply(
+            {
+                "apiVersion": WIDGET_API,
+                "kind": "Widget",
+                "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+                "spec": {"size": 1},
+            }
+        )
+        if ready is not None:
+            self.widget_status(name, ready, reason=reason, message=message)
+
+    def widget_status(self, name: str, ready: str, *, reason: str = "Testing", message: str = "") -> None:
+        condition = {"type": "Ready", "status": ready, "reason": reason, "message": message,
+                     "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+        self.set_status(WIDGET_API, "Widget", name, {"conditions": [condition]}, namespace="default")
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeTarget]:
+    """A Kubernetes API to run modules against: a fresh emulator per test, or the real lane."""
+    if REAL:
+        yield KubeTarget(os.environ["MP_REAL_KUBECONFIG"])
+        return
+    from lab.kube import KubeEmulator
+
+    # A fresh emulator (new port) per test: no state, fault or discovery cache leaks between tests.
+    with KubeEmulator(delay_scale=1.0, name="it") as api:
+        yield KubeTarget(str(api.kubeconfig_path), api)
+
+
+@pytest.fixture
+def unique() -> str:
+    return "t" + uuid.uuid4().hex[:8]
