@@ -164,6 +164,10 @@ def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
         result["actions"].append(done)
         if done.get("job_id"):
             jobs.append(done["job_id"])
+    if any(action.get("needs_job") for action in result["actions"]):
+        job_id = quirks.commit_bios(client)
+        if job_id:
+            jobs.append(job_id)
     if plan.override:
         result["actions"].append(quirks.set_one_time_boot(client, plan.override["device"], plan.override["persistent"]))
     result["jobs"] = jobs
@@ -172,23 +176,30 @@ def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
         _reboot_and_wait_jobs(client, jobs, timeout)
         result["rebooted"] = True
     if verify and plan.order is not None:
-        for attempt in range(2):
-            client.forget()
-            now = quirks.read_boot_order(client)
-            if now.order == plan.order:
-                break
-            if attempt == 1:
-                raise ConflictError(
-                    "The BMC reverted the boot order again after re-applying it: "
-                    f"wanted {plan.order}, found {now.order}",
-                    details={"wanted": plan.order, "found": now.order},
-                )
-            done = quirks.set_boot_order(client, now, plan.order)
-            result["actions"].append({**done, "reapply": True})
-            result["reapplied"] = True
-            _reboot_and_wait_jobs(client, [done["job_id"]] if done.get("job_id") else [], timeout)
+        _verify_order(client, quirks, plan.order, result, timeout)
     client.forget()
     return result
+
+
+def _verify_order(client: Any, quirks: BootOps, wanted: list[str], result: dict[str, Any], timeout: float) -> None:
+    """After the reboot: read the order back; if the BMC reverted it, write it again once."""
+    for attempt in range(2):
+        client.forget()
+        now = quirks.read_boot_order(client)
+        if now.order == wanted:
+            break
+        if attempt == 1:
+            raise ConflictError(
+                f"The BMC reverted the boot order again after re-applying it: wanted {wanted}, found {now.order}",
+                details={"wanted": wanted, "found": now.order},
+            )
+        done = quirks.set_boot_order(client, now, wanted)
+        job_id = quirks.commit_bios(client) if done.get("needs_job") else done.get("job_id")
+        result["actions"].append({**done, "reapply": True, "job_id": job_id})
+        if job_id:
+            result["jobs"].append(job_id)
+        result["reapplied"] = True
+        _reboot_and_wait_jobs(client, [job_id] if job_id else [], timeout)
 
 
 def _reboot_and_wait_jobs(client: Any, jobs: list[str], timeout: float) -> None:

@@ -52,6 +52,9 @@ class BootOps(Protocol):
     def set_boot_order(self, client: Any, state: BootOrderState, new_order: list[str]) -> dict[str, Any]:
         """Write the full new order; returns ``{"job_id": ...}`` when a BIOS job applies it at reboot."""
 
+    def commit_bios(self, client: Any) -> str | None:
+        """Create the one BIOS config job pending writes need (iDRAC8); None where writes apply alone."""
+
     def reset_bmc(self, client: Any) -> str:
         """Restart the BMC itself; returns the reset that was requested."""
 

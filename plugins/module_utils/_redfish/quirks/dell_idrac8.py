@@ -68,7 +68,11 @@ class DellIdrac8(Generic):
         body = client.get_json(client.system_path() + "/Bios", "Reading BIOS attributes")
         return dict(body.get("Attributes") or {})
 
-    def create_bios_job(self, client: Any) -> str | None:
+    def commit_bios(self, client: Any) -> str | None:
+        """One BIOS config job for every pending BootSources/Bios write (iDRAC8 allows one at a time)."""
+        existing = self.scheduled_bios_job(client)
+        if existing:
+            return existing
         manager_path = client.manager.path
         response = client.post(
             manager_path + "/Jobs",
@@ -83,14 +87,22 @@ class DellIdrac8(Generic):
         except ValueError:
             return None
 
+    def scheduled_bios_job(self, client: Any) -> str | None:
+        """A BIOS job already waiting for a reboot (a previous run's), which the reboot will also apply."""
+        jobs = client.get_json(client.manager.path + "/Jobs", "Listing jobs")
+        for member in jobs.get("Members") or []:
+            job = member if "JobState" in member else client.get_json(member["@odata.id"], "Reading a job")
+            if job.get("JobType") == "BIOSConfiguration" and job.get("JobState") in ("Scheduled", "New"):
+                return str(job.get("Id"))
+        return None
+
     def set_boot_mode(self, client: Any, mode: str) -> dict[str, Any]:
         client.patch(
             client.system_path() + "/Bios/Settings",
             {"Attributes": {"BootMode": BIOS_MODES[mode]}},
             f"Setting the BIOS BootMode to {BIOS_MODES[mode]}",
         )
-        job_id = self.create_bios_job(client)
-        return {"method": "Bios.BootMode", "mode": mode, "job_id": job_id}
+        return {"method": "Bios.BootMode", "mode": mode, "needs_job": True}
 
     def read_boot_order(self, client: Any) -> BootOrderState:
         mode = self.bios_attributes(client).get("BootMode")
@@ -100,12 +112,14 @@ class DellIdrac8(Generic):
         if not entries:
             raise UnsupportedError(f"BootSources has no {key} list (BIOS BootMode {mode!r})")
         entries.sort(key=lambda e: int(e.get("Index", 0)))
-        order = [str(e["Id"]) for e in entries if e.get("Enabled", True)]
+        # Entries are keyed by Name, the device FQDD ("NIC.Integrated.1-1-1"); the Id
+        # ("BIOS.Setup.1-1#BootSeq#<FQDD>#<hash>") is accepted as an alias.
+        order = [str(e["Name"]) for e in entries if e.get("Enabled", True)]
         names: dict[str, str] = {}
         for entry in entries:
             for alias in (entry.get("Name"), entry.get("Id")):
                 if alias:
-                    names[str(alias)] = str(entry["Id"])
+                    names[str(alias)] = str(entry["Name"])
         return BootOrderState(
             order=order, names=names, source=f"BootSources.{key}", raw={"key": key, "entries": entries}
         )
@@ -114,8 +128,7 @@ class DellIdrac8(Generic):
         key = state.raw["key"]
         entries = plan_boot_seq(state.raw["entries"], new_order)
         client.patch(client.system_path() + "/BootSources/Settings", {"Attributes": {key: entries}}, f"Setting {key}")
-        job_id = self.create_bios_job(client)
-        return {"method": f"BootSources.{key}", "job_id": job_id}
+        return {"method": f"BootSources.{key}", "needs_job": True}
 
     def reset_bmc(self, client: Any) -> str:
         client.call(
@@ -125,16 +138,16 @@ class DellIdrac8(Generic):
 
 
 def plan_boot_seq(entries: list[dict[str, Any]], new_order: list[str]) -> list[dict[str, Any]]:
-    """Pure: BootSeq entries re-indexed so ``new_order`` comes first (enabled), others keep order."""
-    by_id = {str(e["Id"]): e for e in entries}
-    ordered = [by_id[i] for i in new_order] + sorted(
-        (e for e in entries if str(e["Id"]) not in new_order), key=lambda e: int(e.get("Index", 0))
+    """Pure: BootSeq entries (keyed by Name) re-indexed so ``new_order`` comes first, enabled."""
+    by_name = {str(e["Name"]): e for e in entries}
+    ordered = [by_name[name] for name in new_order] + sorted(
+        (e for e in entries if str(e["Name"]) not in new_order), key=lambda e: int(e.get("Index", 0))
     )
     result = []
     for index, entry in enumerate(ordered):
         item = dict(entry)
         item["Index"] = index
-        if str(entry["Id"]) in new_order:
+        if str(entry["Name"]) in new_order:
             item["Enabled"] = True
         result.append(item)
     return result

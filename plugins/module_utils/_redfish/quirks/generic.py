@@ -100,10 +100,16 @@ class Generic:
         return BootOrderState(order=order, names=names, source="Boot.BootOrder", etag=etag)
 
     def set_boot_order(self, client: Any, state: BootOrderState, new_order: list[str]) -> dict[str, Any]:
-        client.patch(
+        response = client.patch(
             client.system_path(), {"Boot": {"BootOrder": new_order}}, "Setting Boot.BootOrder", etag=state.etag
         )
-        return {"method": "Boot.BootOrder", "job_id": None}
+        # Dell 14G+ answers with the BIOS job that applies the order at the next boot.
+        location = (getattr(response, "headers", None) or {}).get("Location") or ""
+        job_id = location.rstrip("/").rsplit("/", 1)[-1] if "/Jobs/" in location else None
+        return {"method": "Boot.BootOrder", "job_id": job_id}
+
+    def commit_bios(self, client: Any) -> str | None:
+        return None
 
     def reset_bmc(self, client: Any) -> str:
         manager = client.manager

@@ -117,12 +117,22 @@ def test_plan_override_unknown_device() -> None:
 
 def test_idrac8_boot_seq_reindexes_and_enables() -> None:
     entries = [
-        {"Index": 0, "Enabled": True, "Id": "HardDisk.List.1-1", "Name": "Hard drive"},
-        {"Index": 1, "Enabled": False, "Id": "NIC.Integrated.1-1-1", "Name": "NIC"},
-        {"Index": 2, "Enabled": True, "Id": "Optical.SATAEmbedded.J-1", "Name": "DVD"},
+        {"Index": 0, "Enabled": True, "Id": "BIOS.Setup.1-1#BootSeq#HardDisk.List.1-1#a1", "Name": "HardDisk.List.1-1"},
+        {
+            "Index": 1,
+            "Enabled": False,
+            "Id": "BIOS.Setup.1-1#BootSeq#NIC.Integrated.1-1-1#b2",
+            "Name": "NIC.Integrated.1-1-1",
+        },
+        {
+            "Index": 2,
+            "Enabled": True,
+            "Id": "BIOS.Setup.1-1#BootSeq#Optical.SATAEmbedded.J-1#c3",
+            "Name": "Optical.SATAEmbedded.J-1",
+        },
     ]
     out = plan_boot_seq(entries, ["NIC.Integrated.1-1-1"])
-    assert [(e["Index"], e["Id"], e["Enabled"]) for e in out] == [
+    assert [(e["Index"], e["Name"], e["Enabled"]) for e in out] == [
         (0, "NIC.Integrated.1-1-1", True),
         (1, "HardDisk.List.1-1", True),
         (2, "Optical.SATAEmbedded.J-1", True),
