@@ -1,0 +1,55 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Names and values Modelplane hard-codes, so the builders and the roles agree on them.
+
+Why: every value here is fixed by Modelplane's code or by this collection's storage role, not a
+matter of taste; a typo in any of them makes an adoption hang with no error (reference:
+shared/reference/modelplane.md sections 1, 3 and 5).
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+# Every user kind is served as modelplane.ai/v1alpha1 (Crossplane v2 XRDs).
+API_VERSION = "modelplane.ai/v1alpha1"
+KIND_INFERENCE_CLASS = "InferenceClass"
+KIND_INFERENCE_CLUSTER = "InferenceCluster"
+
+# compose-inference-cluster hard-codes the namespace of the kubeconfig Secret: secretRef has no
+# namespace field, so a Secret anywhere else is never found.
+CONTROL_PLANE_NAMESPACE = "modelplane-system"
+# secretRef.key defaults to this in the XRD; we always write it explicitly.
+KUBECONFIG_KEY = "kubeconfig"
+
+# The NVIDIA DRA driver's name, which is also the DeviceClass its chart creates and the domain of
+# the attributes/capacity a nodeSelector reads.
+NVIDIA_DRA_DRIVER = "gpu.nvidia.com"
+# The device name the Modelplane examples use for GPUs; ModelDeployment selectors name it.
+GPU_DEVICE_NAME = "gpu"
+
+# The RWX class the longhorn_rwx role creates; Existing clusters have no default cache class.
+RWX_STORAGE_CLASS = "modelplane-rwx-longhorn"
+
+# The node label Modelplane pins replicas with; its value is nodePools[].name.
+POOL_LABEL = "modelplane.ai/pool"
+
+# Marks every object this collection writes, so un-adopt only deletes what it created.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "metalplane.inference"
+# On the kubeconfig Secret: the InferenceCluster it belongs to.
+CLUSTER_LABEL = "metalplane.inference/cluster"
+
+# XRD limits (inferenceclasses.yaml / inferenceclusters.yaml); the builders check them so a bad
+# inventory fails in preflight instead of at the API server.
+MAX_DEVICES = 16
+MAX_DEVICE_COUNT = 64
+MAX_ATTRIBUTES = 32
+MAX_CAPACITIES = 32
+MAX_NODE_POOLS = 8
+MAX_POOL_NAME = 40
+# The VultrCluster XRD (vultrclusters.yaml) is stricter than InferenceCluster: each node count is
+# 1..1000 and minNodeCount needs maxNodeCount. We apply it to every pool, because a VKE pool always
+# keeps at least one node and the same inventory may later be adopted as source: Vultr.
+MIN_POOL_NODES = 1
+MAX_POOL_NODES = 1000
