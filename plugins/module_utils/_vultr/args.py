@@ -50,9 +50,9 @@ def client_from_params(params: dict[str, Any]) -> VultrClient:
     """A client for the module's params; raises ``InputError`` before any request on bad input."""
     if not params.get("api_key"):
         raise InputError("api_key", "is required: set the option or the VULTR_API_KEY environment variable")
-    for name in ("api_timeout", "api_retries", "api_retry_max_delay"):
-        if params[name] < (1 if name == "api_timeout" else 0):
-            raise InputError(name, f"must not be negative or zero-length, got {params[name]}")
+    for name, minimum in (("api_timeout", 1), ("api_retries", 0), ("api_retry_max_delay", 0)):
+        if params[name] < minimum:
+            raise InputError(name, f"must be at least {minimum}, got {params[name]}")
     return VultrClient(
         params["api_key"],
         api_endpoint=params.get("api_endpoint"),

@@ -120,6 +120,20 @@ def pool_spec_from_params(
         raise InputError(
             f"{prefix}plan", "is required (a Vultr plan id such as vc2-6c-16gb or vcg-l40s-16c-180g-48vram)"
         )
+    quantity, auto, min_nodes, max_nodes = _scaling(params, prefix)
+    labels = params.get("labels")
+    labels = default_labels(label, plan) if labels is None else {str(k): str(v) for k, v in labels.items()}
+    for key in labels:
+        if not key or len(key) > 253:
+            raise InputError(f"{prefix}labels", f"{key!r} is not a valid Kubernetes label key")
+    taints_in = params.get("taints")
+    taints = default_taints(plan) if taints_in is None else tuple(_taint(t, prefix) for t in taints_in)
+    tag = params.get("tag") or default_tag
+    return PoolSpec(label, plan, quantity, auto, min_nodes, max_nodes, labels, tuple(sorted(set(taints))), tag)
+
+
+def _scaling(params: dict[str, Any], prefix: str) -> tuple[int, bool, int, int]:
+    """``(node_quantity, auto_scaler, min_nodes, max_nodes)`` with Modelplane's defaults, validated."""
     quantity = _int(params, "node_quantity", prefix, 1)
     min_nodes = _int(params, "min_nodes", prefix, 1)
     max_nodes = _int(params, "max_nodes", prefix, 1)
@@ -133,8 +147,10 @@ def pool_spec_from_params(
     if quantity is None:
         quantity = min_nodes or 1
     if auto:
-        min_nodes = quantity if min_nodes is None else min_nodes  # Modelplane: min defaults to the count
         assert max_nodes is not None
+        if min_nodes is None and quantity > max_nodes:
+            raise InputError(f"{prefix}node_quantity", f"({quantity}) is greater than max_nodes ({max_nodes})")
+        min_nodes = quantity if min_nodes is None else min_nodes  # Modelplane: min defaults to the count
         if min_nodes > max_nodes:
             raise InputError(f"{prefix}min_nodes", f"({min_nodes}) is greater than max_nodes ({max_nodes})")
         if not min_nodes <= quantity <= max_nodes:
@@ -144,15 +160,7 @@ def pool_spec_from_params(
             )
     else:
         min_nodes = max_nodes = quantity
-    labels = params.get("labels")
-    labels = default_labels(label, plan) if labels is None else {str(k): str(v) for k, v in labels.items()}
-    for key in labels:
-        if not key or len(key) > 253:
-            raise InputError(f"{prefix}labels", f"{key!r} is not a valid Kubernetes label key")
-    taints_in = params.get("taints")
-    taints = default_taints(plan) if taints_in is None else tuple(_taint(t, prefix) for t in taints_in)
-    tag = params.get("tag") or default_tag
-    return PoolSpec(label, plan, quantity, bool(auto), min_nodes, max_nodes, labels, tuple(sorted(set(taints))), tag)
+    return quantity, bool(auto), min_nodes, max_nodes
 
 
 def _taint(item: dict[str, Any], prefix: str) -> Taint:
