@@ -39,6 +39,7 @@ if __name__ == "__main__":  # run as a script: import as ``lab.*`` (see lab.comm
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import base64
+import contextlib
 import datetime
 import hashlib
 import ipaddress
@@ -156,10 +157,8 @@ class _Server(ThreadingHTTPServer):
         try:
             self.RequestHandlerClass(tls, client_address, self)
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 tls.close()
-            except OSError:
-                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return  # client disconnects and TLS errors are normal in fault tests
@@ -212,9 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("OData-Version", "4.0")
         self.send_header("Cache-Control", "no-cache")
         for name, value in reply.headers.items():
-            if name == "Location" and value.startswith(R):
-                value = prefix + value
-            self.send_header(name, value)
+            self.send_header(name, prefix + value if name == "Location" and value.startswith(R) else value)
         self.send_header("Content-Length", str(len(payload)))
         if self.headers.get("Connection", "").lower() == "close":
             self.close_connection = True
@@ -244,7 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         status = 0
         try:
-            reply, after = self._dispatch(state, method, canonical, query, raw, prefix)
+            reply, after = self._dispatch(state, method=method, path=canonical, query=query, raw=raw, prefix=prefix)
         except BmcError as exc:
             reply, after = exc.reply, None
         except _Abort:
@@ -258,8 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
         if after is not None:
             after()
 
-    def _dispatch(
-        self, state: BmcState, method: str, path: str, query: str, raw: bytes, prefix: str
+    def _dispatch(  # noqa: PLR0911
+        self, state: BmcState, *, method: str, path: str, query: str, raw: bytes, prefix: str
     ) -> tuple[Reply, Any]:
         phase = state.phase()
         if phase == "down":
@@ -555,14 +552,13 @@ class RedfishLab:
         threading.Thread(target=self._bounce, args=(state.name, down), daemon=True).start()
 
     def _bounce(self, name: str, down: float) -> None:
-        time.sleep(0.1)  # let the 204 of the reset leave first
-        with self._lock:
+        with self._lock:  # runs after the reset's 204 was flushed (see _Handler._handle)
             server = self._servers.pop(name, None)
         if server is None:
             return
         server.shutdown()
         server.server_close()
-        if self._stopped.wait(max(0.0, down - 0.1)):
+        if self._stopped.wait(max(0.0, down)):
             return
         with self._lock:
             if self._stopped.is_set():
@@ -575,7 +571,7 @@ class RedfishLab:
                     time.sleep(0.1)
 
     # ------------------------------------------------------------------- /lab control
-    def control(self, method: str, path: str, raw: bytes, client: str) -> Reply:
+    def control(self, method: str, path: str, raw: bytes, client: str) -> Reply:  # noqa: PLR0911
         if not (client.startswith("127.") or client == "::1"):
             return Reply(403, {"error": "the lab control API is loopback only"})
         parts = path.strip("/").split("/")

@@ -278,10 +278,10 @@ class BmcState:
                 ("busy", self.spec.reset_busy),
                 ("unauth", self.spec.reset_unauth),
             ):
-                length = self.scaled(length)
-                if elapsed < length:
+                scaled = self.scaled(length)
+                if elapsed < scaled:
                     return name
-                elapsed -= length
+                elapsed -= scaled
             self._reset_at = None
             return "up"
 
@@ -441,10 +441,10 @@ class BmcState:
     def _cd_inserted(self) -> bool:
         return any(s.inserted and "CD" in s.media_types for s in self.slots.values())
 
-    def _boot_device(self) -> tuple[str, str]:
-        if self.scp_boot.get("BootOnce") == "Enabled" and self.scp_boot.get("FirstBootDevice") == "VCD-DVD":
-            if self._cd_inserted():
-                return "VirtualCD", "scp"
+    def _boot_device(self) -> tuple[str, str]:  # noqa: PLR0911
+        scp = self.scp_boot
+        if scp.get("BootOnce") == "Enabled" and scp.get("FirstBootDevice") == "VCD-DVD" and self._cd_inserted():
+            return "VirtualCD", "scp"
         if self.override_enabled in ("Once", "Continuous") and self.override_target != "None":
             target = self.override_target
             if target == "Cd":
@@ -505,15 +505,15 @@ class BmcState:
 
     def job_view(self, job: dict[str, Any]) -> dict[str, Any]:
         """Advance a time-driven job (SCP import) and return it."""
-        if job["JobType"] == "ImportConfiguration" and job["JobState"] == "Running":
-            if self.clock() >= job["created"] + self.scaled(self.spec.task_delay):
-                job.update(
-                    JobState="Completed",
-                    PercentComplete=100,
-                    MessageId="SYS053",
-                    Message=DELL_MESSAGES["SYS053"][1],
-                    EndTime=_now_iso(),
-                )
+        running_import = job["JobType"] == "ImportConfiguration" and job["JobState"] == "Running"
+        if running_import and self.clock() >= job["created"] + self.scaled(self.spec.task_delay):
+            job.update(
+                JobState="Completed",
+                PercentComplete=100,
+                MessageId="SYS053",
+                Message=DELL_MESSAGES["SYS053"][1],
+                EndTime=_now_iso(),
+            )
         return job
 
     # ------------------------------------------------------- virtual media

@@ -99,7 +99,8 @@ BASE_MESSAGES: dict[str, tuple[int, str]] = {
     "NoValidSession": (401, "There is no valid session established with the implementation."),
     "SessionLimitExceeded": (
         503,
-        "The session establishment failed due to the number of simultaneous sessions exceeding the limit of the implementation.",
+        "The session establishment failed due to the number of simultaneous sessions exceeding the limit"
+        " of the implementation.",
     ),
     "ResourceNotFound": (404, "The requested resource was not found."),
     "ActionParameterMissing": (400, "The action requires the parameter Image to be present in the request body."),

@@ -130,7 +130,7 @@ class Tree:
             return static[path]()
         return self.get_member(path)
 
-    def get_member(self, path: str) -> Doc | None:
+    def get_member(self, path: str) -> Doc | None:  # noqa: PLR0911
         s = self.s
         parent, _, leaf = path.rpartition("/")
         if parent == f"{R}/SessionService/Sessions" and leaf in s.sessions:
@@ -705,7 +705,7 @@ class Tree:
         return Reply(200, self.boot_sources_settings())
 
     # ================================================================== POST
-    def post(self, path: str, body: Doc) -> Reply:
+    def post(self, path: str, body: Doc) -> Reply:  # noqa: PLR0911
         s, p = self.s, self.p
         if path == f"{self.S}/Actions/ComputerSystem.Reset":
             return s.reset_system(body.get("ResetType"))
