@@ -116,9 +116,14 @@ class RedfishClient:
 
     def close(self) -> None:
         """Delete the session (if any) and close the HTTP connection pool; never raises."""
-        if self._auth is not None:
-            with contextlib.suppress(Exception):  # best effort: the BMC may be rebooting
-                self._auth.close()
+        if self._auth is not None and self._conn is not None:
+            session_uri = self._auth.get_session_resource_id()
+            if session_uri:
+                # allow_reauth=False: on a 401 (session already gone, e.g. after a BMC reset) sushy
+                # would log in again to retry the DELETE, and leak that new session.
+                with contextlib.suppress(Exception):  # best effort: the BMC may be rebooting
+                    self._conn.delete(session_uri, allow_reauth=False)
+            self._auth.reset_session_attrs()
         self._drop()
 
     def _drop(self) -> None:
