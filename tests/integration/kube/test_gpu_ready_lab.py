@@ -1,0 +1,185 @@
+"""gpu_ready through ansible-playbook against the emulator's GPU simulators (emulator only:
+the real 1.20 lane has no GPU nodes, no GPU Operator and no resource.k8s.io)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from kube_helpers import list_requests, watch_requests, when_watching
+
+pytestmark = pytest.mark.emulator_only
+
+DAEMONSETS = "/apis/apps/v1/namespaces/gpu-operator/daemonsets"
+NODES = "/api/v1/nodes"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+POOL = {"modelplane.ai/pool": "gpu"}
+L40S_CLASS = {
+    "name": "gpu",
+    "claim": "DRA",
+    "driver": "gpu.nvidia.com",
+    "deviceClassName": "gpu.nvidia.com",
+    "count": 2,
+    "attributes": {"architecture": {"string": "Ada Lovelace"}, "cudaComputeCapability": {"version": "8.9"}},
+    "capacity": {"memory": {"value": "46068Mi"}},
+}
+
+
+def task(kube: Any, **options: Any) -> dict[str, Any]:
+    args = {"kubeconfig": kube.kubeconfig, "node_selector": "modelplane.ai/pool=gpu", "gpus_per_node": 2,
+            "timeout": 15, **options}  # fmt: skip
+    return {"name": "gpu", "metalplane.inference.gpu_ready": args, "register": "out", "ignore_errors": True}
+
+
+def cpu_node(kube: Any) -> None:
+    """A node outside the GPU pool: the selector must keep it out of every check."""
+    kube.emulator.create(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu-0", "labels": {"role": "system"}}}
+    )
+
+
+def test_operator_and_allocatable_ready_at_once(kube: Any, playbook: Any) -> None:
+    cpu_node(kube)
+    for name in ("g1", "g2"):
+        kube.emulator.gpu.add_gpu_node(name, gpus=2, product="L40S", labels=POOL)
+    kube.emulator.gpu.install_operator_validator(ready_after=0)
+    result = playbook([task(kube)]).task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["ready"] is True
+    assert sorted(result["nodes"]) == ["g1", "g2"]
+    g1 = result["nodes"]["g1"]
+    assert (g1["allocatable"], g1["count"], g1["model"], g1["memory"], g1["source"]) == (
+        2, 2, "NVIDIA-L40S", "46068Mi", "labels",
+    )  # fmt: skip
+    assert result["checks"]["operator"]["ready_pods"] == result["checks"]["operator"]["desired"] > 0
+
+
+def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, playbook: Any) -> None:
+    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL, device_plugin=False)
+    kube.emulator.gpu.install_operator_validator(ready_after=None)
+    gpus = {"capacity": {"nvidia.com/gpu": "2"}, "allocatable": {"nvidia.com/gpu": "2", "cpu": "32"}}
+    when_watching(kube, NODES, lambda: kube.emulator.set_status("v1", "Node", "g1", gpus))
+    when_watching(kube, DAEMONSETS, kube.emulator.gpu.validator_ready, after=0.6)
+    result = playbook([task(kube, timeout=30)]).task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["ready"] is True
+    assert len(list_requests(kube, NODES)) == 1
+    assert len(list_requests(kube, DAEMONSETS)) == 1
+    assert len(watch_requests(kube, DAEMONSETS)) == 1
+
+
+def test_never_ready_says_which_node_lacks_what_and_the_validator_container_states(kube: Any, playbook: Any) -> None:
+    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
+    kube.emulator.gpu.add_gpu_node("g2", gpus=2, labels=POOL, device_plugin=False)
+    kube.emulator.gpu.install_operator_validator(ready_after=None, stuck_at="driver-validation", crash_loop=True)
+    result = playbook([task(kube, timeout=2)]).task("gpu")
+    assert result["failed"] is True
+    msg = result["msg"]
+    assert msg.startswith("Timed out after 2s waiting for GPU readiness (operator, allocatable): ")
+    assert "DaemonSet gpu-operator/nvidia-operator-validator: 0/" in msg
+    assert "node g2: allocatable nvidia.com/gpu 0 < 2" in msg
+    assert "node g1:" not in msg
+    assert "driver-validation: waiting CrashLoopBackOff" in msg
+    pods = result["error"]["validator_pods"]
+    assert pods
+    assert pods[0]["containers"][0]["name"] == "driver-validation"
+    assert result["error"]["nodes"]["g2"]["missing"] == ["allocatable nvidia.com/gpu 0 < 2"]
+
+
+def test_dra_matches_the_inference_class_and_generates_one(kube: Any, playbook: Any) -> None:
+    for name in ("g1", "g2"):
+        kube.emulator.gpu.add_gpu_node(name, gpus=2, product="L40S", labels=POOL, device_plugin=False)
+        kube.emulator.gpu.publish_resource_slices(name, product="L40S", count=2)
+    run = playbook(
+        [
+            task(kube, checks=["dra"], device_match=L40S_CLASS),
+            # Round trip: the generated devices entry is itself a device_match the cluster satisfies.
+            {
+                "name": "again",
+                "metalplane.inference.gpu_ready": {
+                    "kubeconfig": kube.kubeconfig,
+                    "checks": ["dra"],
+                    "node_selector": POOL,
+                    "device_match": "{{ out.inference_class_devices[0] }}",
+                    "timeout": 5,
+                },
+            },
+        ]
+    )
+    result = run.task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["nodes"]["g1"]["source"] == "dra"
+    assert result["nodes"]["g1"]["model"] == "NVIDIA L40S"
+    assert result["nodes"]["g1"]["allocatable"] == 0  # DRA does not fill allocatable
+    assert result["inference_class_devices"] == [
+        {
+            "name": "gpu",
+            "claim": "DRA",
+            "driver": "gpu.nvidia.com",
+            "deviceClassName": "gpu.nvidia.com",
+            "count": 2,
+            "attributes": {
+                "productName": {"string": "NVIDIA L40S"},
+                "architecture": {"string": "Ada Lovelace"},
+                "cudaComputeCapability": {"version": "8.9.0"},
+            },
+            "capacity": {"memory": {"value": "46068Mi"}},
+        }
+    ]
+    assert run.task("again").get("failed") is not True
+
+
+def test_dra_mismatch_and_missing_slices_are_named_per_node(kube: Any, playbook: Any) -> None:
+    kube.emulator.gpu.add_gpu_node("g1", gpus=2, product="L40S", labels=POOL, device_plugin=False)
+    kube.emulator.gpu.add_gpu_node("g2", gpus=2, product="L40S", labels=POOL, device_plugin=False)
+    kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)
+    hopper = {
+        **L40S_CLASS,
+        "attributes": {"architecture": {"string": "Hopper"}},
+        "capacity": {"memory": {"value": "81559Mi"}},
+    }
+    result = playbook([task(kube, checks=["dra"], device_match=hopper, timeout=1)]).task("gpu")
+    assert result["failed"] is True
+    assert (
+        "node g1: 0 of 2 expected gpu.nvidia.com devices match device_match "
+        "(gpu-0: attribute architecture is 'Ada Lovelace', wants 'Hopper'; capacity memory is 46068Mi, below 81559Mi)"
+    ) in result["msg"]
+    assert "node g2: no ResourceSlice device of driver gpu.nvidia.com" in result["msg"]
+
+
+def test_dra_slices_published_after_a_dropped_watch(kube: Any, playbook: Any) -> None:
+    kube.emulator.gpu.add_gpu_node("g1", gpus=2, product="L40S", labels=POOL, device_plugin=False)
+    kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)  # also creates the DeviceClass
+    kube.emulator.delete(
+        "resource.k8s.io/v1",
+        "ResourceSlice",
+        kube.emulator.list("resource.k8s.io/v1", "ResourceSlice")[0]["metadata"]["name"],
+    )
+
+    def drop_then_publish() -> None:
+        kube.emulator.drop_watches()
+        time.sleep(0.2)
+        kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)
+
+    when_watching(kube, SLICES, drop_then_publish)
+    result = playbook([task(kube, checks=["dra"], timeout=20)]).task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["nodes"]["g1"]["count"] == 2
+    assert len(list_requests(kube, SLICES)) >= 2
+
+
+def test_api_down_mid_wait(kube: Any, playbook: Any) -> None:
+    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
+    kube.emulator.gpu.install_operator_validator(ready_after=None)
+
+    def outage() -> None:
+        kube.emulator.make_unavailable(1.5)
+        time.sleep(0.3)
+        kube.emulator.gpu.validator_ready()
+
+    when_watching(kube, DAEMONSETS, outage)
+    result = playbook([task(kube, timeout=30)]).task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["ready"] is True
+    assert len(list_requests(kube, DAEMONSETS)) >= 2
