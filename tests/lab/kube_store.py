@@ -111,7 +111,7 @@ class Store:
         with self.lock:
             backlog: list[Event] = []
             if since is not None:
-                if since < self.compacted_rv - 1 or (since < self.rv and self.log and since < self.log[0].rv - 1):
+                if since < self.compacted_rv:  # events in (since, compacted_rv] are gone
                     return None
                 backlog = [
                     e for e in self.log if e.rv > since and e.key[0] == watcher.group and e.key[1] == watcher.plural
