@@ -39,6 +39,8 @@ from .client import KindNotServed, KubeClient, TransientApiError, watch_events
 # Retry pacing while the API server is unreachable or answering 5xx: quick first retries (an
 # apiserver restart takes about a second), capped so a long outage costs few requests.
 OUTAGE_BACKOFF = Backoff(initial=0.2, cap=2.0, factor=2.0, jitter=0.2)
+# Seconds the first look at each set may take when the timeout is shorter (timeout 0 = check once).
+FIRST_LOOK_TIMEOUT = 10.0
 # HTTP 410 Gone: the watch's resourceVersion is too old; only a fresh list recovers.
 GONE = 410
 
@@ -128,7 +130,9 @@ class _Follower(threading.Thread):
 
     def run(self) -> None:
         delays = self.backoff.delays()
-        while not self.stop.is_set() and not self.deadline.expired():
+        first = True  # one look even when the deadline has passed (timeout 0 = check once)
+        while not self.stop.is_set() and (first or not self.deadline.expired()):
+            first = False
             try:
                 self._list_and_watch()
                 delays = self.backoff.delays()  # a healthy round resets the outage pacing
@@ -236,6 +240,7 @@ def _consume(
 ) -> tuple[bool, Any]:
     """Fold queued messages into ``state`` and run ``check`` until it passes or time is up."""
     synced: set[str] = set()
+    looked: set[str] = set()  # sets whose first list answered, or failed
     ready, summary = False, None
     while True:
         if len(synced) == expected:
@@ -244,21 +249,24 @@ def _consume(
                 return ready, summary
         remaining = deadline.remaining()
         if remaining <= 0:
-            return ready, summary
+            if len(looked) == expected:
+                return ready, summary
+            remaining = FIRST_LOOK_TIMEOUT  # a timeout shorter than one list still gets one look
         try:
             message = events.get(timeout=remaining)
         except queue.Empty:
             return ready, summary
-        _apply(message, state, synced, errors)
+        _apply(message, state, synced, errors, looked)
         while True:  # fold everything already queued before evaluating again
             try:
-                _apply(events.get_nowait(), state, synced, errors)
+                _apply(events.get_nowait(), state, synced, errors, looked)
             except queue.Empty:
                 break
 
 
-def _apply(message: tuple[Any, ...], state: State, synced: set[str], errors: dict[str, str]) -> None:
+def _apply(message: tuple[Any, ...], state: State, synced: set[str], errors: dict[str, str], looked: set[str]) -> None:
     action, key = message[0], message[1]
+    looked.add(key)
     if action == "reset":
         state[key] = {object_key(obj): obj for obj in message[2]}
         synced.add(key)
@@ -323,7 +331,7 @@ class KubeFeed:
             namespace=spec.namespace,
             label_selector=spec.label_selector,
             field_selector=spec.field_selector,
-            request_timeout=max(1.0, timeout),
+            request_timeout=max(FIRST_LOOK_TIMEOUT, timeout),
         )
 
     def watch(self, spec: WatchSpec, resource_version: str, timeout: float) -> Stream:

@@ -174,3 +174,21 @@ def test_observe_once_lists_without_watching() -> None:
 def test_describe() -> None:
     spec = WatchSpec("k", "apps/v1", "DaemonSet", "gpu-operator", field_selector="metadata.name=v")
     assert spec.describe() == "DaemonSet (apps/v1) in gpu-operator [metadata.name=v]"
+
+
+@pytest.mark.parametrize(("ready", "expected"), [("True", True), ("False", False)])
+def test_timeout_zero_still_looks_once(ready: str, expected: bool) -> None:
+    feed = FakeFeed({"objects": [{"items": [obj("a", namespace="ns", ready=ready)]}]})
+    outcome = follow(feed, [SPEC], check, timeout=0, backoff=FAST)
+    assert outcome.ready is expected
+    assert [e["name"] for e in outcome.summary] == ["a"]
+    assert feed.count("list") == 1
+    assert feed.count("watch") == 0
+
+
+def test_timeout_zero_with_the_api_down_reports_the_error() -> None:
+    feed = FakeFeed({"objects": [TransientApiError("Listing Thing: connection refused")]})
+    outcome = follow(feed, [SPEC], check, timeout=0, backoff=FAST)
+    assert outcome.ready is False
+    assert outcome.errors == {"objects": "Listing Thing: connection refused"}
+    assert feed.count("list") == 1
