@@ -1,0 +1,439 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Seconds spent per cluster and per phase, as a table, a JSON file and an HTML/SVG report.
+
+Why: "how long does a GPU cluster take to become inference-ready, and where does the time go" is
+the question every run of this collection answers. Each inventory host is one cluster, and each
+task declares its phase with a ``phase:<name>`` tag, so the timeline needs nothing from the roles
+but a tag, works with any strategy and fork count, and never reads a task's arguments or results:
+the reports hold host names, phase names, counts and durations only, so no secret can leak into
+them.
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: timeline
+type: aggregate
+short_description: Seconds per cluster and phase, as a summary table, a JSON file and an HTML/SVG report
+description:
+  - Records, for each inventory host (one host is one cluster) and each phase, the seconds its tasks took.
+  - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
+    role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
+  - Known phases, shown in this order, are C(provision), C(gpu_ready), C(storage), C(adoption) and C(teardown);
+    other names (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and shown after them.
+  - At the end of the run a table is printed (to standard error instead of standard output when the stdout callback
+    writes JSON, so that output stays parseable).
+  - When O(output_dir) is set, C(timeline.json) and C(timeline.html) (a self-contained page with one inline SVG
+    Gantt-like chart per cluster, no external JavaScript or CSS) are written there, overwriting the previous run's.
+  - The reports contain host names, phase names, task counts and durations only; never task names, arguments or
+    results.
+author: metalplane.inference contributors
+requirements:
+  - Enabled with C(callbacks_enabled = metalplane.inference.timeline) in C(ansible.cfg) or
+    C(ANSIBLE_CALLBACKS_ENABLED=metalplane.inference.timeline).
+options:
+  output_dir:
+    description:
+      - Directory where C(timeline.json) and C(timeline.html) are written (created if missing).
+      - When unset, no file is written and only the summary table is shown.
+    type: path
+    env:
+      - name: METALPLANE_TIMELINE_DIR
+    ini:
+      - section: callback_timeline
+        key: output_dir
+  show_summary:
+    description: Print the summary table at the end of the run.
+    type: bool
+    default: true
+    env:
+      - name: METALPLANE_TIMELINE_SUMMARY
+    ini:
+      - section: callback_timeline
+        key: show_summary
+"""
+
+import html
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ansible import constants as C
+from ansible.plugins.callback import CallbackBase
+
+# The phases of a cluster's life, in the order they happen; the issue's contract with the roles.
+PHASES = ("provision", "gpu_ready", "storage", "adoption", "teardown")
+# Where tasks without a phase tag go; always shown last.
+OTHER = "other"
+# The tag that declares a phase: phase:<name>.
+PHASE_TAG_PREFIX = "phase:"
+_PHASE_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+# Consecutive tasks closer than this (seconds) are drawn as one bar, which keeps the SVG small.
+MERGE_GAP = 0.5
+# Version of the JSON document; bump on an incompatible change.
+SCHEMA_VERSION = 1
+JSON_FILE = "timeline.json"
+HTML_FILE = "timeline.html"
+# Stdout callbacks whose output is a machine-readable document the table must not corrupt.
+_MACHINE_STDOUT = re.compile(r"json", re.IGNORECASE)
+
+
+def phase_from_tags(tags: Iterable[Any]) -> str:
+    """The first ``phase:<name>`` tag (the task's own tags come before inherited ones), or ``other``."""
+    for tag in tags or ():
+        text = str(tag)
+        if not text.startswith(PHASE_TAG_PREFIX) or "{{" in text:
+            continue
+        name = text[len(PHASE_TAG_PREFIX) :].strip().lower().replace("-", "_")
+        if _PHASE_NAME.match(name):
+            return name
+    return OTHER
+
+
+def task_phase(task: Any) -> str:
+    """The phase of an Ansible Task: its tags already include the block, role and play tags."""
+    try:
+        tags = task.tags
+    except Exception:  # a callback must never break the run
+        tags = []
+    return phase_from_tags(tags if isinstance(tags, list | tuple) else [])
+
+
+def phase_order(phases: Iterable[str]) -> list[str]:
+    """Known phases in life-cycle order, then custom ones alphabetically, then ``other``."""
+    present = set(phases)
+    custom = sorted(p for p in present if p not in PHASES and p != OTHER)
+    return [p for p in PHASES if p in present] + custom + ([OTHER] if OTHER in present else [])
+
+
+@dataclass
+class PhaseRecord:
+    """Time one cluster spent in one phase. Offsets are seconds from the start of the run."""
+
+    seconds: float = 0.0
+    tasks: int = 0
+    failed: int = 0
+    segments: list[list[float]] = field(default_factory=list)
+
+    def add(self, start: float, end: float, *, failed: bool) -> None:
+        end = max(end, start)
+        self.seconds += end - start
+        self.tasks += 1
+        self.failed += int(failed)
+        if self.segments and start - self.segments[-1][1] <= MERGE_GAP and start >= self.segments[-1][0]:
+            self.segments[-1][1] = max(self.segments[-1][1], end)
+        else:
+            self.segments.append([start, end])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": round(self.seconds, 3),
+            "tasks": self.tasks,
+            "failed": self.failed,
+            "start": round(min(s for s, _ in self.segments), 3) if self.segments else None,
+            "end": round(max(e for _, e in self.segments), 3) if self.segments else None,
+            "segments": [[round(s, 3), round(e, 3)] for s, e in self.segments],
+        }
+
+
+class Timeline:
+    """The pure bookkeeping: which host spent how long in which phase. The clock is injectable."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.finished: float | None = None
+        self.playbooks: list[str] = []
+        self._open: dict[tuple[str, str], tuple[float, str]] = {}
+        self.clusters: dict[str, dict[str, PhaseRecord]] = {}
+
+    def now(self) -> float:
+        return self._clock() - self.started
+
+    def task_started(self, host: str, task_id: str, phase: str) -> None:
+        self._open[(host, task_id)] = (self.now(), phase)
+
+    def task_finished(
+        self, host: str, task_id: str, phase: str, *, failed: bool = False, fallback_start: float | None = None
+    ) -> None:
+        """Close a task on a host; without a start (no runner_on_start), the task's start is used."""
+        end = self.now()
+        start, started_phase = self._open.pop(
+            (host, task_id), (fallback_start if fallback_start is not None else end, phase)
+        )
+        self.clusters.setdefault(host, {}).setdefault(started_phase, PhaseRecord()).add(start, end, failed=failed)
+
+    def finish(self) -> None:
+        """End of the run: tasks still open (interrupted, unreachable mid-way) are closed now."""
+        for (host, task_id), (_, phase) in list(self._open.items()):
+            self.task_finished(host, task_id, phase, failed=True)
+        self.finished = self.now()
+
+    def to_dict(self) -> dict[str, Any]:
+        duration = self.finished if self.finished is not None else self.now()
+        clusters: dict[str, Any] = {}
+        for host in sorted(self.clusters):
+            records = self.clusters[host]
+            phases = {name: records[name].to_dict() for name in phase_order(records)}
+            starts = [p["start"] for p in phases.values() if p["start"] is not None]
+            ends = [p["end"] for p in phases.values() if p["end"] is not None]
+            clusters[host] = {
+                "seconds": round(sum(r.seconds for r in records.values()), 3),
+                "start": min(starts) if starts else None,
+                "end": max(ends) if ends else None,
+                "failed": sum(r.failed for r in records.values()),
+                "phases": phases,
+            }
+        return {
+            "version": SCHEMA_VERSION,
+            "started": datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds"),
+            "duration": round(duration, 3),
+            "playbooks": list(self.playbooks),
+            "phases": phase_order(p for c in self.clusters.values() for p in c),
+            "clusters": clusters,
+        }
+
+
+# --- renderings ------------------------------------------------------------------------------------
+
+
+def render_table(report: dict[str, Any]) -> list[str]:
+    """Fixed-width lines: one row per cluster, one column per phase, then the total (seconds)."""
+    phases = report["phases"]
+    clusters = report["clusters"]
+    if not clusters:
+        return ["TIMELINE: no task ran on any cluster"]
+    width = max(len("cluster"), *(len(h) for h in clusters))
+    cols = [max(len(p), 9) for p in phases]
+    header = "cluster".ljust(width) + "".join(f"  {p:>{w}}" for p, w in zip(phases, cols, strict=True)) + "      total"
+    lines = [f"TIMELINE (seconds per cluster and phase, run {report['duration']:.1f}s)", header, "-" * len(header)]
+    for host, data in clusters.items():
+        cells = []
+        for phase, w in zip(phases, cols, strict=True):
+            record = data["phases"].get(phase)
+            text = "-" if record is None else f"{record['seconds']:.1f}" + ("!" if record["failed"] else "")
+            cells.append(f"  {text:>{w}}")
+        lines.append(host.ljust(width) + "".join(cells) + f"  {data['seconds']:>9.1f}")
+    if any(c["failed"] for c in clusters.values()):
+        lines.append("! a task of this phase failed or did not finish")
+    return lines
+
+
+# Phase colours (colour-blind-safe palette); custom phases cycle through the spare ones.
+_COLOURS = {
+    "provision": "#0072b2",
+    "gpu_ready": "#009e73",
+    "storage": "#e69f00",
+    "adoption": "#cc79a7",
+    "teardown": "#56b4e9",
+    OTHER: "#999999",
+}
+_SPARE_COLOURS = ("#f0e442", "#d55e00", "#6a3d9a", "#b15928")
+_FAILED_COLOUR = "#d62728"
+_SVG_WIDTH = 960
+_LABEL_WIDTH = 110
+_ROW = 26
+_AXIS = 28
+
+
+def _colour(phase: str, custom: list[str]) -> str:
+    if phase in _COLOURS:
+        return _COLOURS[phase]
+    return _SPARE_COLOURS[custom.index(phase) % len(_SPARE_COLOURS)] if phase in custom else _COLOURS[OTHER]
+
+
+def _tick_step(duration: float) -> float:
+    """A round tick interval giving about 5 to 10 ticks."""
+    for step in (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200):
+        if duration / step <= 10:
+            return step
+    return 3600 * max(1, round(duration / 36000))
+
+
+def render_svg(host: str, data: dict[str, Any], duration: float, custom: list[str]) -> str:
+    """One cluster's chart: a row per phase, a bar per stretch of consecutive tasks, a time axis."""
+    esc = html.escape
+    span = max(duration, 1e-3)
+    plot = _SVG_WIDTH - _LABEL_WIDTH - 20
+    phases = list(data["phases"])
+    height = _ROW * len(phases) + _AXIS + 8
+
+    def x(offset: float) -> float:
+        return _LABEL_WIDTH + plot * max(0.0, min(offset, span)) / span
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="gantt" width="{_SVG_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {_SVG_WIDTH} {height}" role="img" aria-label="timeline of {esc(host)}">',
+        f"<title>{esc(host)}</title>",
+    ]
+    step = _tick_step(span)
+    tick = 0.0
+    while tick <= span + 1e-9:
+        tx = x(tick)
+        parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{height - _AXIS + 4}" class="grid"/>')
+        parts.append(f'<text x="{tx:.1f}" y="{height - 8}" class="tick">{tick:g}s</text>')
+        tick += step
+    for row, phase in enumerate(phases):
+        record = data["phases"][phase]
+        y = row * _ROW + 4
+        parts.append(f'<text x="4" y="{y + _ROW / 2 + 4:.1f}" class="label">{esc(phase)}</text>')
+        fill = _FAILED_COLOUR if record["failed"] else _colour(phase, custom)
+        for start, end in record["segments"]:
+            width = max(x(end) - x(start), 1.0)
+            parts.append(
+                f'<rect x="{x(start):.1f}" y="{y}" width="{width:.1f}" height="{_ROW - 8}" fill="{fill}">'
+                f"<title>{esc(phase)}: {start:.1f}s to {end:.1f}s ({end - start:.1f}s)</title></rect>"
+            )
+        parts.append(
+            f'<text x="{_SVG_WIDTH - 4}" y="{y + _ROW / 2 + 4:.1f}" class="total">{record["seconds"]:.1f}s</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 2em; }
+th, td { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.failed { color: #d62728; font-weight: bold; }
+svg.gantt { display: block; margin-bottom: 1.5em; }
+svg .grid { stroke: #e5e5e5; }
+svg .tick { font-size: 11px; fill: #666; text-anchor: middle; }
+svg .label { font-size: 12px; fill: #222; }
+svg .total { font-size: 11px; fill: #444; text-anchor: end; }
+"""
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """A self-contained page: the summary table and one inline SVG per cluster (no external files)."""
+    esc = html.escape
+    phases = report["phases"]
+    custom = [p for p in phases if p not in _COLOURS]
+    head = "".join(f"<th>{esc(p)}</th>" for p in phases)
+    rows = []
+    for host, data in report["clusters"].items():
+        cells = []
+        for phase in phases:
+            record = data["phases"].get(phase)
+            if record is None:
+                cells.append("<td>-</td>")
+            else:
+                css = ' class="failed"' if record["failed"] else ""
+                cells.append(f"<td{css}>{record['seconds']:.1f}</td>")
+        rows.append(f"<tr><td>{esc(host)}</td>{''.join(cells)}<td>{data['seconds']:.1f}</td></tr>")
+    charts = [
+        f'<section class="cluster"><h2>{esc(host)}</h2>\n{render_svg(host, data, report["duration"], custom)}</section>'
+        for host, data in report["clusters"].items()
+    ]
+    playbooks = ", ".join(esc(p) for p in report["playbooks"]) or "-"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        "<title>metalplane.inference timeline</title>"
+        f"<style>{_STYLE}</style></head><body>\n"
+        "<h1>metalplane.inference timeline</h1>\n"
+        f"<p>Run started {esc(report['started'])}, {report['duration']:.1f}s, playbooks: {playbooks}. "
+        "Seconds per cluster and phase; red marks a phase with a failed or unfinished task.</p>\n"
+        f"<table><thead><tr><th>cluster</th>{head}<th>total</th></tr></thead>\n"
+        f"<tbody>{''.join(rows)}</tbody></table>\n" + "\n".join(charts) + "\n</body></html>\n"
+    )
+
+
+def write_reports(report: dict[str, Any], directory: str) -> list[str]:
+    """Write timeline.json and timeline.html atomically into ``directory``; return their paths."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for name, text in ((JSON_FILE, json.dumps(report, indent=2) + "\n"), (HTML_FILE, render_html(report))):
+        path = os.path.join(directory, name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        written.append(path)
+    return written
+
+
+# --- the callback ----------------------------------------------------------------------------------
+
+
+def _result_host_task(result: Any) -> tuple[str, Any]:
+    host = getattr(result, "host", None) or result._host
+    task = getattr(result, "task", None) or result._task
+    return host.get_name(), task
+
+
+class CallbackModule(CallbackBase):
+    """Feeds the Timeline from task events and writes the reports when the run ends."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "metalplane.inference.timeline"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, display: Any = None, options: Any = None, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(display=display, options=options)
+        self.timeline = Timeline(clock)
+        self._task_starts: dict[str, float] = {}
+
+    # Task start: the fallback start for hosts that report no runner_on_start.
+    def v2_playbook_on_start(self, playbook: Any) -> None:
+        name = os.path.basename(str(getattr(playbook, "_file_name", "") or ""))
+        if name:
+            self.timeline.playbooks.append(name)
+
+    def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
+        self._task_starts[task._uuid] = self.timeline.now()
+
+    def v2_playbook_on_handler_task_start(self, task: Any) -> None:
+        self._task_starts[task._uuid] = self.timeline.now()
+
+    def v2_runner_on_start(self, host: Any, task: Any) -> None:
+        self.timeline.task_started(host.get_name(), task._uuid, task_phase(task))
+
+    def _finished(self, result: Any, *, failed: bool) -> None:
+        host, task = _result_host_task(result)
+        self.timeline.task_finished(
+            host, task._uuid, task_phase(task), failed=failed, fallback_start=self._task_starts.get(task._uuid)
+        )
+
+    def v2_runner_on_ok(self, result: Any) -> None:
+        self._finished(result, failed=False)
+
+    def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
+        self._finished(result, failed=not ignore_errors)
+
+    def v2_runner_on_skipped(self, result: Any) -> None:
+        self._finished(result, failed=False)
+
+    def v2_runner_on_unreachable(self, result: Any) -> None:
+        self._finished(result, failed=True)
+
+    def v2_playbook_on_stats(self, stats: Any) -> None:
+        self.timeline.finish()
+        report = self.timeline.to_dict()
+        if self.get_option("show_summary"):
+            to_stderr = bool(_MACHINE_STDOUT.search(str(C.DEFAULT_STDOUT_CALLBACK or "")))
+            for line in render_table(report):
+                self._display.display(line, stderr=to_stderr)
+        directory = self.get_option("output_dir")
+        if directory:
+            try:
+                paths = write_reports(report, directory)
+            except OSError as exc:
+                self._display.warning(f"timeline: could not write the reports to {directory}: {exc}")
+            else:
+                self._display.display(f"TIMELINE reports: {', '.join(paths)}", stderr=True)

@@ -1,0 +1,401 @@
+"""The timeline callback's logic: phases, durations on an injected clock, JSON shape, HTML/SVG, display."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible import constants as C
+from ansible.parsing.dataloader import DataLoader
+from ansible.playbook.play import Play
+from ansible.plugins.loader import callback_loader
+from ansible.vars.manager import VariableManager
+
+from ansible_collections.metalplane.inference.plugins.callback import timeline as tl
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.value = start
+
+    def __call__(self) -> float:
+        return self.value
+
+    def advance(self, seconds: float) -> None:
+        self.value += seconds
+
+
+# --- phase attribution ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tags", "phase"),
+    [
+        ([], "other"),
+        (None, "other"),
+        (["phase:provision"], "provision"),
+        (["slow", "phase:storage", "phase:provision"], "storage"),  # the task's own tags come first
+        (["phase:GPU-Ready"], "gpu_ready"),
+        (["phase:gpu_ready"], "gpu_ready"),
+        (["phase:{{ state }}", "phase:teardown"], "teardown"),  # untemplated tags are skipped
+        (["phase:"], "other"),
+        (["phase:bad name!"], "other"),
+        ([7, "phase:adoption"], "adoption"),
+        (["phase:preflight"], "preflight"),  # custom phases are allowed
+        (["phasex:provision", "myphase:storage"], "other"),
+    ],
+)
+def test_phase_from_tags(tags: Any, phase: str) -> None:
+    assert tl.phase_from_tags(tags) == phase
+
+
+def test_phase_inherited_from_real_play_and_block() -> None:
+    """Real ansible Task objects: play and block tags are inherited, the nearest one wins."""
+    loader = DataLoader()
+    play = Play.load(
+        {
+            "name": "p",
+            "hosts": "all",
+            "gather_facts": False,
+            "tags": ["phase:provision"],
+            "tasks": [
+                {"name": "plain", "debug": {"msg": 1}},
+                {"name": "own", "debug": {"msg": 1}, "tags": ["phase:gpu_ready"]},
+                {
+                    "name": "blk",
+                    "tags": ["phase:storage"],
+                    "block": [
+                        {"name": "in block", "debug": {"msg": 1}},
+                        {"name": "own in block", "debug": {"msg": 1}, "tags": ["phase:adoption"]},
+                    ],
+                },
+            ],
+        },
+        variable_manager=VariableManager(loader=loader),
+        loader=loader,
+    )
+    found = {}
+
+    def walk(items: list[Any]) -> None:
+        for item in items:
+            if hasattr(item, "block") and isinstance(getattr(item, "block", None), list):
+                walk(item.block)
+            else:
+                found[item.name] = tl.task_phase(item)
+
+    walk(play.compile())
+    assert {k: v for k, v in found.items() if k in {"plain", "own", "in block", "own in block"}} == {
+        "plain": "provision",
+        "own": "gpu_ready",
+        "in block": "storage",
+        "own in block": "adoption",
+    }
+
+
+def test_task_phase_survives_broken_task() -> None:
+    class Broken:
+        @property
+        def tags(self) -> list[str]:
+            raise RuntimeError("boom")
+
+    assert tl.task_phase(Broken()) == "other"
+
+
+def test_phase_order() -> None:
+    assert tl.phase_order(["other", "zeta", "teardown", "provision", "alpha", "storage"]) == [
+        "provision",
+        "storage",
+        "teardown",
+        "alpha",
+        "zeta",
+        "other",
+    ]
+
+
+# --- durations on an injected clock --------------------------------------------------------------
+
+
+def test_durations_per_host_and_phase() -> None:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    clock.advance(1)
+    timeline.task_started("c1", "t1", "provision")
+    timeline.task_started("c2", "t1", "provision")
+    clock.advance(10)
+    timeline.task_finished("c1", "t1", "provision")
+    clock.advance(5)
+    timeline.task_finished("c2", "t1", "provision", failed=True)
+    timeline.task_started("c1", "t2", "gpu_ready")
+    clock.advance(2)
+    timeline.task_finished("c1", "t2", "gpu_ready")
+    clock.advance(1)
+    timeline.finish()
+    report = timeline.to_dict()
+    assert report["duration"] == 19
+    assert report["phases"] == ["provision", "gpu_ready"]
+    c1, c2 = report["clusters"]["c1"], report["clusters"]["c2"]
+    assert c1["phases"]["provision"] == {
+        "seconds": 10,
+        "tasks": 1,
+        "failed": 0,
+        "start": 1,
+        "end": 11,
+        "segments": [[1, 11]],
+    }
+    assert c1["phases"]["gpu_ready"]["seconds"] == 2
+    assert c1["phases"]["gpu_ready"]["segments"] == [[16, 18]]
+    assert c1["seconds"] == 12
+    assert (c1["start"], c1["end"]) == (1, 18)
+    assert c2["phases"] == {
+        "provision": {"seconds": 15, "tasks": 1, "failed": 1, "start": 1, "end": 16, "segments": [[1, 16]]}
+    }
+    assert c2["failed"] == 1
+
+
+def test_phase_of_the_start_event_wins() -> None:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    timeline.task_started("c1", "t", "storage")
+    clock.advance(3)
+    timeline.task_finished("c1", "t", "other")
+    assert list(timeline.to_dict()["clusters"]["c1"]["phases"]) == ["storage"]
+
+
+def test_consecutive_tasks_merge_into_one_bar_gaps_do_not() -> None:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    for gap in (0.0, 0.2, 0.4, 5.0, 0.1):
+        clock.advance(gap)
+        timeline.task_started("c1", f"t{gap}", "adoption")
+        clock.advance(1)
+        timeline.task_finished("c1", f"t{gap}", "adoption")
+    record = timeline.to_dict()["clusters"]["c1"]["phases"]["adoption"]
+    assert record["tasks"] == 5
+    assert record["seconds"] == 5
+    assert record["segments"] == [[0, 3.6], [8.6, 10.7]]
+
+
+def test_fallback_start_without_runner_start() -> None:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    clock.advance(4)
+    task_start = timeline.now()
+    clock.advance(3)
+    timeline.task_finished("c1", "t", "teardown", fallback_start=task_start)
+    timeline.task_finished("c1", "u", "teardown")  # no start at all: zero seconds, still counted
+    record = timeline.to_dict()["clusters"]["c1"]["phases"]["teardown"]
+    assert record["seconds"] == 3
+    assert record["tasks"] == 2
+
+
+def test_finish_closes_open_tasks_as_failed() -> None:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    timeline.task_started("c1", "t", "storage")
+    clock.advance(7)
+    timeline.finish()
+    record = timeline.to_dict()["clusters"]["c1"]["phases"]["storage"]
+    assert (record["seconds"], record["failed"]) == (7, 1)
+
+
+def _report() -> dict[str, Any]:
+    clock = Clock()
+    timeline = tl.Timeline(clock)
+    timeline.playbooks.append("site.yml")
+    for host, phases in (("vke-ewr-1", ["provision", "gpu_ready", "storage"]), ("<b>evil&co</b>", ["teardown"])):
+        for phase in phases:
+            timeline.task_started(host, phase, phase)
+            clock.advance(2.5)
+            timeline.task_finished(host, phase, phase, failed=phase == "storage")
+    timeline.task_started("vke-ewr-1", "x", "other")
+    clock.advance(0.25)
+    timeline.task_finished("vke-ewr-1", "x", "other")
+    timeline.finish()
+    return timeline.to_dict()
+
+
+def test_json_shape() -> None:
+    report = json.loads(json.dumps(_report()))
+    assert set(report) == {"version", "started", "duration", "playbooks", "phases", "clusters"}
+    assert report["version"] == tl.SCHEMA_VERSION
+    assert report["started"] == "2023-11-14T22:13:20+00:00"
+    assert report["playbooks"] == ["site.yml"]
+    assert report["phases"] == ["provision", "gpu_ready", "storage", "teardown", "other"]
+    assert list(report["clusters"]) == ["<b>evil&co</b>", "vke-ewr-1"]
+    cluster = report["clusters"]["vke-ewr-1"]
+    assert set(cluster) == {"seconds", "start", "end", "failed", "phases"}
+    assert list(cluster["phases"]) == ["provision", "gpu_ready", "storage", "other"]
+    assert cluster["seconds"] == 7.75
+    assert cluster["failed"] == 1
+    for record in cluster["phases"].values():
+        assert set(record) == {"seconds", "tasks", "failed", "start", "end", "segments"}
+        assert 0 <= record["start"] <= record["end"] <= report["duration"]
+
+
+# --- renderings ----------------------------------------------------------------------------------
+
+
+def test_table() -> None:
+    lines = tl.render_table(_report())
+    assert lines[0].startswith("TIMELINE (seconds per cluster and phase")
+    header = lines[1].split()
+    assert header == ["cluster", "provision", "gpu_ready", "storage", "teardown", "other", "total"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[3:] if not line.startswith("!")}
+    assert rows["vke-ewr-1"] == ["2.5", "2.5", "2.5!", "-", "0.2", "7.8"]
+    assert rows["<b>evil&co</b>"] == ["-", "-", "-", "2.5", "-", "2.5"]
+    assert lines[-1].startswith("! ")
+
+
+def test_table_without_tasks() -> None:
+    timeline = tl.Timeline(Clock())
+    timeline.finish()
+    assert tl.render_table(timeline.to_dict()) == ["TIMELINE: no task ran on any cluster"]
+
+
+def test_html_is_self_contained_with_one_svg_per_cluster() -> None:
+    page = tl.render_html(_report())
+    assert page.count("<svg ") == 2
+    assert page.count('<section class="cluster">') == 2
+    for forbidden in ("<script", "<link", "src=", "href=", "@import", "url("):
+        assert forbidden not in page
+    svgs = page.split("<svg ")[1:]
+    for chunk in svgs:
+        ET.fromstring("<svg " + chunk.split("</svg>")[0] + "</svg>")  # each chart is well-formed XML
+    # The whole page body is well-formed as XML too once the doctype is dropped.
+    ET.fromstring(page.split("\n", 1)[1].replace('<meta charset="utf-8">', '<meta charset="utf-8"/>'))
+
+
+def test_html_escapes_host_names() -> None:
+    page = tl.render_html(_report())
+    assert "<b>evil" not in page
+    assert "&lt;b&gt;evil&amp;co&lt;/b&gt;" in page
+
+
+def test_html_bars_and_failed_colour() -> None:
+    page = tl.render_html(_report())
+    vke = page.split("<h2>vke-ewr-1</h2>")[1].split("</svg>")[0]
+    assert vke.count("<rect ") == 4  # provision, gpu_ready, storage, other
+    assert tl._FAILED_COLOUR in vke  # storage failed
+    evil = page.split("<h2>&lt;b&gt;evil&amp;co&lt;/b&gt;</h2>")[1].split("</svg>")[0]
+    assert evil.count("<rect ") == 1
+    assert tl._FAILED_COLOUR not in evil
+
+
+@pytest.mark.parametrize(("duration", "step"), [(0.5, 0.1), (9, 1), (45, 5), (600, 60), (3000, 300), (80000, 3600 * 2)])
+def test_tick_step(duration: float, step: float) -> None:
+    assert tl._tick_step(duration) == step
+
+
+def test_write_reports(tmp_path: Path) -> None:
+    report = _report()
+    paths = tl.write_reports(report, str(tmp_path / "new" / "dir"))
+    assert [Path(p).name for p in paths] == ["timeline.json", "timeline.html"]
+    assert json.loads(Path(paths[0]).read_text()) == report
+    assert Path(paths[1]).read_text() == tl.render_html(report)
+    assert sorted(p.name for p in (tmp_path / "new" / "dir").iterdir()) == ["timeline.html", "timeline.json"]
+
+
+# --- the callback driven by fake events ---------------------------------------------------------
+
+
+class FakeDisplay:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, bool]] = []
+        self.warnings: list[str] = []
+
+    def display(self, msg: str, stderr: bool = False, **_: Any) -> None:
+        self.lines.append((msg, stderr))
+
+    def warning(self, msg: str, **_: Any) -> None:
+        self.warnings.append(msg)
+
+
+class FakeHost:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get_name(self) -> str:
+        return self.name
+
+
+class FakeTask:
+    def __init__(self, uuid: str, tags: list[str]) -> None:
+        self._uuid = uuid
+        self.tags = tags
+
+
+class FakeResult:
+    def __init__(self, host: FakeHost, task: FakeTask) -> None:
+        self.host = host
+        self.task = task
+
+
+def _callback(options: dict[str, Any], clock: Clock) -> tuple[Any, FakeDisplay]:
+    callback = callback_loader.get("metalplane.inference.timeline")
+    assert callback is not None, "the collection's callback plugin is not found"
+    callback.set_options(direct=options)
+    callback.timeline = tl.Timeline(clock)
+    display = FakeDisplay()
+    callback._display = display
+    return callback, display
+
+
+@pytest.mark.parametrize(("stdout_callback", "to_stderr"), [("default", False), ("ansible.posix.json", True)])
+def test_callback_events_to_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stdout_callback: str, to_stderr: bool
+) -> None:
+    monkeypatch.setattr(C, "DEFAULT_STDOUT_CALLBACK", stdout_callback)
+    clock = Clock()
+    callback, display = _callback({"output_dir": str(tmp_path), "show_summary": True}, clock)
+    hosts = [FakeHost("c1"), FakeHost("c2")]
+    provision = FakeTask("u1", ["phase:provision"])
+    storage = FakeTask("u2", ["phase:storage"])
+    callback.v2_playbook_on_task_start(provision, False)
+    for host in hosts:
+        callback.v2_runner_on_start(host, provision)
+    clock.advance(4)
+    callback.v2_runner_on_ok(FakeResult(hosts[0], provision))
+    clock.advance(2)
+    callback.v2_runner_on_failed(FakeResult(hosts[1], provision), ignore_errors=True)
+    callback.v2_playbook_on_task_start(storage, False)
+    clock.advance(1)
+    callback.v2_runner_on_skipped(FakeResult(hosts[0], storage))  # no runner_on_start: task start is used
+    callback.v2_runner_on_unreachable(FakeResult(hosts[1], storage))
+    callback.v2_playbook_on_stats(None)
+    report = json.loads((tmp_path / "timeline.json").read_text())
+    c1, c2 = report["clusters"]["c1"]["phases"], report["clusters"]["c2"]["phases"]
+    assert (c1["provision"]["seconds"], c1["provision"]["failed"]) == (4, 0)
+    assert (c2["provision"]["seconds"], c2["provision"]["failed"]) == (6, 0)  # ignored errors are not failures
+    assert (c1["storage"]["seconds"], c1["storage"]["failed"]) == (1, 0)
+    assert (c2["storage"]["seconds"], c2["storage"]["failed"]) == (1, 1)
+    assert (tmp_path / "timeline.html").read_text().count("<svg ") == 2
+    table = [(line, err) for line, err in display.lines if not line.startswith("TIMELINE reports")]
+    assert table[0][0].startswith("TIMELINE (seconds")
+    assert all(err is to_stderr for _, err in table)
+    assert any(line.startswith("c2 ") and "1.0!" in line for line, _ in table)
+
+
+def test_callback_without_output_dir_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    callback, display = _callback({"show_summary": False}, Clock())
+    task = FakeTask("u", [])
+    callback.v2_runner_on_start(FakeHost("c1"), task)
+    callback.v2_runner_on_ok(FakeResult(FakeHost("c1"), task))
+    callback.v2_playbook_on_stats(None)
+    assert display.lines == []
+    assert list(tmp_path.iterdir()) == []
+    assert callback.timeline.to_dict()["clusters"]["c1"]["phases"]["other"]["tasks"] == 1
+
+
+def test_callback_warns_when_it_cannot_write(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    callback, display = _callback({"output_dir": str(blocker / "sub"), "show_summary": False}, Clock())
+    callback.v2_playbook_on_stats(None)
+    assert len(display.warnings) == 1
+    assert "could not write" in display.warnings[0]
