@@ -303,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
             if doc is None:
                 raise state.error("ResourceNotFound")
             headers = {"ETag": _etag(doc)} if state.p.etags else {}
+            if path.startswith(f"{R}/TaskService/Tasks/") and doc.get("TaskState") == "Running":
+                return Reply(202, doc, {**headers, "Location": path}), None  # a task monitor still working
             return Reply(200, doc, headers), None
         if method == "PATCH":
             with state.lock:

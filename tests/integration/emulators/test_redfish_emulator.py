@@ -382,6 +382,36 @@ def test_boot_order_patch_with_etags(lab: RedfishLab, personality: str, pending:
     assert incomplete.status_code == 400
 
 
+@pytest.mark.parametrize(
+    ("personality", "apply_time", "jobs"),
+    [
+        ("idrac8", None, 0),
+        ("idrac9", sushy.ApplyTime.ON_RESET, 1),
+        ("generic", sushy.ApplyTime.ON_RESET, 0),
+    ],
+)
+def test_bios_pending_attributes_via_sushy(lab: RedfishLab, personality: str, apply_time: Any, jobs: int) -> None:
+    """Reference §1.7: ``bios.set_attributes`` PATCHes the SettingsObject; Dell 14G+ makes a job of OnReset."""
+    name = NAMES[personality]
+    state = lab.bmc(name)
+    wanted = "Bios" if state.bios["BootMode"] == "Uefi" else "Uefi"
+    with client(lab, name) as root:
+        bios = system_of(root).bios
+        bios.set_attributes({"BootMode": wanted}, apply_time=apply_time)
+        bios.refresh()
+        assert bios.pending_attributes == {"BootMode": wanted}
+        assert bios.attributes["BootMode"] != wanted
+    assert len(state.jobs) == jobs
+    if personality == "idrac8":  # 13G: nothing happens without an explicit job
+        state.reboot()
+        assert state.bios["BootMode"] != wanted
+        job = {"TargetSettingsURI": "/redfish/v1/Systems/System.Embedded.1/Bios/Settings"}
+        assert raw(lab, name, "POST", "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs", json=job).status_code == 200
+    state.reboot()
+    assert state.bios["BootMode"] == wanted
+    assert state.boot["mode"] == ("UEFI" if wanted == "Uefi" else "Legacy")
+
+
 def test_idrac8_has_no_boot_order_property(lab: RedfishLab) -> None:
     path = "/redfish/v1/Systems/System.Embedded.1"
     assert "BootOrder" not in raw(lab, "r730-1", "GET", path).json()["Boot"]
@@ -505,6 +535,27 @@ def test_scp_one_time_virtual_cd_boot_via_sushy_dell_oem(
     assert state.boot["history"][-1]["via"] == "scp"
     state.reboot()  # one-time: consumed
     assert state.boot["history"][-1]["via"] == "order"
+
+
+def test_scp_import_through_sushy_task_monitor() -> None:
+    spec = BmcSpec(name="slow", personality="idrac8", task_delay=0.3)
+    with RedfishLab(bmcs=[spec], delay_scale=1.0) as rlab, client(rlab, "slow") as root:
+        dell = manager_of(root).get_oem_extension("Dell")
+        xml = (
+            '<SystemConfiguration><Component FQDD="iDRAC.Embedded.1">'
+            '<Attribute Name="ServerBoot.1#BootOnce">Enabled</Attribute>'
+            '<Attribute Name="ServerBoot.1#FirstBootDevice">VCD-DVD</Attribute></Component></SystemConfiguration>'
+        )
+        monitor = dell.import_system_configuration(xml)
+        assert monitor.is_processing  # 202 without a body, as the POST answered
+        assert monitor.check_is_processing  # GET Tasks/JID_...: 202 with the Task
+        assert monitor.task.task_state == sushy.TaskState.RUNNING
+        deadline = time.monotonic() + 5
+        while monitor.check_is_processing and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not monitor.is_processing
+        assert monitor.get_task().task_state == sushy.TaskState.COMPLETED
+        assert rlab.bmc("slow").scp_imports[0]["shutdown_type"] == "NoReboot"
 
 
 def test_scp_import_errors(lab: RedfishLab) -> None:
