@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from integration.redfish.images import ImageServer
@@ -30,14 +29,3 @@ def images() -> Iterator[ImageServer]:
         yield server
     finally:
         server.stop()
-
-
-def conn(lab: RedfishLab, name: str, **overrides: Any) -> dict[str, Any]:
-    """The shared connection options of a module for one lab BMC."""
-    return {
-        "bmc_url": lab.url(name),
-        "username": "root",
-        "password": "calvin",
-        "ca_path": lab.ca_path,
-        **overrides,
-    }

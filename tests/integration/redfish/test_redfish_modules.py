@@ -11,10 +11,11 @@ through the lab's loopback control API, the way an operator's BMC misbehaves mid
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import pytest
-from integration.redfish.conftest import PERSONALITIES, conn
+import yaml
+from integration.redfish.conftest import PERSONALITIES
 from integration.redfish.images import ImageServer
 
 from lab.redfish import RedfishLab
@@ -32,80 +33,95 @@ EXPECTED = {
 }
 
 
-def _fault(lab: RedfishLab, name: str, fault: str) -> dict[str, Any]:
+def _fault(fault: str) -> dict[str, Any]:
     return {
         "name": f"arm {fault}",
         "ansible.builtin.uri": {
-            "url": f"https://127.0.0.1:{lab.port}/lab/bmc/{name}/faults",
+            "url": "{{ lab_control }}/faults",
             "method": "POST",
             "body_format": "json",
             "body": {"fault": fault, "count": 1},
-            "ca_path": lab.ca_path,
+            "ca_path": "{{ ca_path }}",
         },
     }
 
 
-@pytest.mark.parametrize("personality", PERSONALITIES)
+C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
+MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
+ISO = "{{ iso }}"
+TASKS: list[dict[str, Any]] = [
+    {"name": "info", FQ + "redfish_info": C, "register": "facts"},
+    {"name": "on check", FQ + "redfish_power": {**C, "state": "on"}, "check_mode": True},
+    {"name": "on", FQ + "redfish_power": {**C, "state": "on", "wait_timeout": 30}},
+    {"name": "on again", FQ + "redfish_power": {**C, "state": "on"}},
+    {"name": "virtual cd once", FQ + "redfish_boot": {**C, "device": "virtual_cd"}},
+    _fault("boot_order_reverts"),
+    {
+        "name": "order",
+        FQ + "redfish_boot": {**C, "order": ["{{ first_entry }}"], "verify_after_reboot": True, "wait_timeout": 60},
+    },
+    {"name": "order again", FQ + "redfish_boot": {**C, "order": ["{{ first_entry }}"]}},
+    {
+        "name": "mode check",
+        FQ + "redfish_boot": {**C, "mode": "{{ 'Legacy' if facts.redfish.boot.override_mode == 'UEFI' else 'UEFI' }}"},
+        "check_mode": True,
+    },
+    {"name": "same mode", FQ + "redfish_boot": {**C, "mode": "{{ facts.redfish.boot.override_mode }}"}},
+    _fault("insert_sys446"),
+    {"name": "insert sys446", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
+    {"name": "eject all", FQ + "redfish_virtual_media": {**MEDIA, "state": "ejected"}},
+    _fault("insert_vrm0021_until_reset"),
+    {"name": "insert vrm0021", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
+    {"name": "insert again", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
+    {"name": "bmc reset", FQ + "bmc_reset": {**C, "wait_timeout": 60}},
+    {"name": "info after", FQ + "redfish_info": C},
+    {"name": "off", FQ + "redfish_power": {**C, "state": "off", "graceful_timeout": 10, "wait_timeout": 30}},
+    {"name": "unknown device", FQ + "redfish_boot": {**C, "device": "floppy"}, "ignore_errors": True},
+    {
+        "name": "ftp image",
+        FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": "ftp://127.0.0.1/x.iso"},
+        "ignore_errors": True,
+    },
+    {
+        "name": "wrong password",
+        FQ + "redfish_power": {**C, "password": "wrong-pw", "state": "on"},
+        "ignore_errors": True,
+    },
+]
+
+
 def test_modules_against_lab(
-    playbook: Callable[..., Any], redfish_lab: RedfishLab, images: ImageServer, personality: str
+    playbook: Callable[..., Any], redfish_lab: RedfishLab, images: ImageServer, tmp_path: Path
 ) -> None:
-    name = f"{personality}-1"
-    c = conn(redfish_lab, name)
-    iso = images.url()
-    media = {**c, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
-    tasks: list[dict[str, Any]] = [
-        {"name": "info", FQ + "redfish_info": c, "register": "facts"},
-        {"name": "on check", FQ + "redfish_power": {**c, "state": "on"}, "check_mode": True},
-        {"name": "on", FQ + "redfish_power": {**c, "state": "on", "wait_timeout": 30}},
-        {"name": "on again", FQ + "redfish_power": {**c, "state": "on"}},
-        {"name": "virtual cd once", FQ + "redfish_boot": {**c, "device": "virtual_cd"}},
-        _fault(redfish_lab, name, "boot_order_reverts"),
-        {
-            "name": "order",
-            FQ + "redfish_boot": {
-                **c,
-                "order": [FIRST_BOOT_ENTRY[personality]],
-                "verify_after_reboot": True,
-                "wait_timeout": 60,
-            },
-        },
-        {"name": "order again", FQ + "redfish_boot": {**c, "order": [FIRST_BOOT_ENTRY[personality]]}},
-        {
-            "name": "mode check",
-            FQ + "redfish_boot": {
-                **c,
-                "mode": "{{ 'Legacy' if facts.redfish.boot.override_mode == 'UEFI' else 'UEFI' }}",
-            },
-            "check_mode": True,
-        },
-        {"name": "same mode", FQ + "redfish_boot": {**c, "mode": "{{ facts.redfish.boot.override_mode }}"}},
-        _fault(redfish_lab, name, "insert_sys446"),
-        {"name": "insert sys446", FQ + "redfish_virtual_media": {**media, "state": "inserted", "image_url": iso}},
-        {"name": "eject all", FQ + "redfish_virtual_media": {**media, "state": "ejected"}},
-        _fault(redfish_lab, name, "insert_vrm0021_until_reset"),
-        {"name": "insert vrm0021", FQ + "redfish_virtual_media": {**media, "state": "inserted", "image_url": iso}},
-        {"name": "insert again", FQ + "redfish_virtual_media": {**media, "state": "inserted", "image_url": iso}},
-        {"name": "bmc reset", FQ + "bmc_reset": {**c, "wait_timeout": 60}},
-        {"name": "info after", FQ + "redfish_info": c},
-        {"name": "off", FQ + "redfish_power": {**c, "state": "off", "graceful_timeout": 10, "wait_timeout": 30}},
-        {"name": "unknown device", FQ + "redfish_boot": {**c, "device": "floppy"}, "ignore_errors": True},
-        {
-            "name": "ftp image",
-            FQ + "redfish_virtual_media": {**media, "state": "inserted", "image_url": "ftp://127.0.0.1/x.iso"},
-            "ignore_errors": True,
-        },
-        {
-            "name": "wrong password",
-            FQ + "redfish_power": {**c, "password": "wrong-pw", "state": "on"},
-            "ignore_errors": True,
-        },
-    ]
-    run = playbook(tasks, diff=True)
+    """All three personalities in one run: one inventory host each, in parallel (forks)."""
+    hosts = {
+        personality: {
+            "ansible_connection": "local",
+            "bmc_url": redfish_lab.url(f"{personality}-1"),
+            "lab_control": f"https://127.0.0.1:{redfish_lab.port}/lab/bmc/{personality}-1",
+            "ca_path": redfish_lab.ca_path,
+            "iso": images.url(),
+            "first_entry": FIRST_BOOT_ENTRY[personality],
+        }
+        for personality in PERSONALITIES
+    }
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    play = {"name": "redfish", "hosts": "all", "gather_facts": False, "tasks": TASKS}
+    run = playbook([play], inventory=inventory, diff=True)
     assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    bmc = redfish_lab.bmc(name)
+    for personality in PERSONALITIES:
+        _check(run, redfish_lab, personality)
+
+
+def _check(run: Any, redfish_lab: RedfishLab, personality: str) -> None:
+    bmc = redfish_lab.bmc(f"{personality}-1")
     want = EXPECTED[personality]
 
-    facts = run.task("info")["redfish"]
+    def task(name: str) -> dict[str, Any]:
+        return run.task(name, host=personality)
+
+    facts = task("info")["redfish"]
     assert (facts["generation"], facts["quirks"], facts["power_state"]) == (want["generation"], want["quirks"], "Off")
     assert facts["nics"]
     assert all(n["mac"] for n in facts["nics"])
@@ -116,51 +132,51 @@ def test_modules_against_lab(
         assert facts["boot"]["boot_sources"]
 
     # power: check mode plans without acting; then on; then idempotent
-    assert run.task("on check")["changed"] is True
-    assert run.task("on check")["power_state"] == "Off"
-    on = run.task("on")
+    assert task("on check")["changed"] is True
+    assert task("on check")["power_state"] == "Off"
+    on = task("on")
     assert (on["changed"], on["power_state"], on["diff"]["after"]) == (True, "On", {"power_state": "On"})
-    assert run.task("on again")["changed"] is False
+    assert task("on again")["changed"] is False
 
-    vcd = run.task("virtual cd once")
+    vcd = task("virtual cd once")
     assert vcd["changed"] is True
     assert vcd["actions"][0]["method"] == want["vcd"]
     if personality == "idrac8":
         assert len(bmc.scp_imports) == 1  # Cd would boot the physical drive on 13G
 
-    order = run.task("order")
+    order = task("order")
     assert (order["changed"], order["rebooted"], order["reapplied"]) == (True, True, True)
     assert bmc.counters["boot_order_reverted"] == 1
-    assert run.task("order again")["changed"] is False
+    assert task("order again")["changed"] is False
 
-    mode = run.task("mode check")
+    mode = task("mode check")
     assert mode["changed"] is True
     assert mode["plan"]["mode"] in ("UEFI", "Legacy")
-    assert run.task("same mode")["changed"] is False  # never re-sent when unchanged
+    assert task("same mode")["changed"] is False  # never re-sent when unchanged
 
-    sys446 = run.task("insert sys446")
+    sys446 = task("insert sys446")
     assert (sys446["changed"], sys446["recovered_by"], sys446["slot"]) == (True, "eject_retry", want["slot"])
-    assert run.task("eject all")["ejected"] == [want["slot"]]
-    vrm = run.task("insert vrm0021")
+    assert task("eject all")["ejected"] == [want["slot"]]
+    vrm = task("insert vrm0021")
     assert (vrm["changed"], vrm["recovered_by"]) == (True, "bmc_reset")
     assert vrm["logins"] == 2  # logged in again after the reset
-    assert run.task("insert again")["changed"] is False
+    assert task("insert again")["changed"] is False
 
-    reset = run.task("bmc reset")
+    reset = task("bmc reset")
     assert (reset["changed"], reset["ready"]) == (True, True)
     assert bmc.resets == 2  # one by the recovery ladder, one by bmc_reset
-    slot_after = next(s for s in run.task("info after")["redfish"]["virtual_media"] if s["id"] == want["slot"])
+    slot_after = next(s for s in task("info after")["redfish"]["virtual_media"] if s["id"] == want["slot"])
     assert slot_after["inserted"] is False  # a BMC reset drops mounted media, as on iDRAC
 
-    off = run.task("off")
+    off = task("off")
     assert (off["changed"], off["power_state"]) == (True, "Off")
 
     # bad input: clear errors, nothing changed
-    assert run.task("unknown device")["failed"] is True
-    assert "floppy" in run.task("unknown device")["msg"]
-    ftp = run.task("ftp image")
+    assert task("unknown device")["failed"] is True
+    assert "floppy" in task("unknown device")["msg"]
+    ftp = task("ftp image")
     assert ftp["error"] == {"kind": "input", "field": "image_url"}
-    wrong = run.task("wrong password")
+    wrong = task("wrong password")
     assert wrong["error"]["kind"] == "redfish_auth"
     assert "401" in wrong["msg"]
     assert "wrong-pw" not in run.stdout
