@@ -209,7 +209,7 @@ def test_unknown_bmc_and_resource_are_404(lab: RedfishLab) -> None:
     ],
 )
 def test_power_transitions_take_time(personality: str, allowed: set[str]) -> None:
-    spec = BmcSpec(name="b", personality=personality, power_delay=0.6)
+    spec = BmcSpec(name="b", personality=personality, power_delay=1.5)  # long enough for a loaded CI
     with RedfishLab(bmcs=[spec], delay_scale=1.0) as slow, client(slow, "b") as root:
         system = system_of(root)
         assert {v.value for v in system.get_allowed_reset_system_values()} == allowed
@@ -226,8 +226,9 @@ def test_power_transitions_take_time(personality: str, allowed: set[str]) -> Non
         system.reset_system(sushy.ResetType.FORCE_OFF)
         system.refresh()
         assert system.power_state == sushy.PowerState.POWERING_OFF
-        time.sleep(0.4)
-        system.refresh()
+        while system.power_state != sushy.PowerState.OFF and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+            system.refresh()
         assert system.power_state == sushy.PowerState.OFF
 
 
@@ -538,7 +539,7 @@ def test_scp_one_time_virtual_cd_boot_via_sushy_dell_oem(
 
 
 def test_scp_import_through_sushy_task_monitor() -> None:
-    spec = BmcSpec(name="slow", personality="idrac8", task_delay=0.3)
+    spec = BmcSpec(name="slow", personality="idrac8", task_delay=1.5)
     with RedfishLab(bmcs=[spec], delay_scale=1.0) as rlab, client(rlab, "slow") as root:
         dell = manager_of(root).get_oem_extension("Dell")
         xml = (
@@ -632,9 +633,9 @@ def test_manager_reset_downtime_window(own_port: bool) -> None:
         name="r730-1",
         personality="idrac8",
         port=0 if own_port else None,
-        reset_down=0.8,
-        reset_busy=0.5,
-        reset_unauth=0.5,
+        reset_down=1.0,
+        reset_busy=0.8,
+        reset_unauth=0.8,
     )
     with RedfishLab(bmcs=[spec], delay_scale=1.0) as rlab:
         with client(rlab, "r730-1", own_port=own_port) as root:
