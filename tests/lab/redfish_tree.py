@@ -61,6 +61,7 @@ class Tree:
         s, p = self.s, self.p
         static: dict[str, Callable[[], Doc]] = {
             R: self.service_root,
+            f"{R}/odata": self.odata,
             f"{R}/SessionService": self.session_service,
             f"{R}/SessionService/Sessions": lambda: collection(
                 f"{R}/SessionService/Sessions",
@@ -184,6 +185,13 @@ class Tree:
             "Links": {"Sessions": ref(f"{R}/SessionService/Sessions")},
         }
         return doc
+
+    def odata(self) -> Doc:
+        names = ("Systems", "Managers", "Chassis", "SessionService", "TaskService")
+        return {
+            "@odata.context": f"{R}/$metadata",
+            "value": [{"name": n, "kind": "Singleton", "url": f"{R}/{n}"} for n in names],
+        }
 
     def session_service(self) -> Doc:
         return {
