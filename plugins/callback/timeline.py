@@ -28,7 +28,6 @@ description:
     Gantt-like chart per cluster, no external JavaScript or CSS) are written there, overwriting the previous run's.
   - The reports contain host names, phase names, task counts and durations only; never task names, arguments or
     results.
-author: metalplane.inference contributors
 requirements:
   - Enabled with C(callbacks_enabled = metalplane.inference.timeline) in C(ansible.cfg) or
     C(ANSIBLE_CALLBACKS_ENABLED=metalplane.inference.timeline).
@@ -137,8 +136,8 @@ class PhaseRecord:
             "seconds": round(self.seconds, 3),
             "tasks": self.tasks,
             "failed": self.failed,
-            "start": round(min(s for s, _ in self.segments), 3) if self.segments else None,
-            "end": round(max(e for _, e in self.segments), 3) if self.segments else None,
+            "start": round(min(seg[0] for seg in self.segments), 3) if self.segments else None,
+            "end": round(max(seg[1] for seg in self.segments), 3) if self.segments else None,
             "segments": [[round(s, 3), round(e, 3)] for s, e in self.segments],
         }
 
@@ -172,7 +171,7 @@ class Timeline:
 
     def finish(self) -> None:
         """End of the run: tasks still open (interrupted, unreachable mid-way) are closed now."""
-        for (host, task_id), (_, phase) in list(self._open.items()):
+        for (host, task_id), (_start, phase) in list(self._open.items()):
             self.task_finished(host, task_id, phase, failed=True)
         self.finished = self.now()
 

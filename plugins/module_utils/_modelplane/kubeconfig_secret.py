@@ -95,7 +95,7 @@ def current_context(config: Mapping[str, Any], field: str = "kubeconfig") -> tup
 
 def check_portable(config: Mapping[str, Any], field: str = "kubeconfig") -> None:
     """Refuse credentials a provider pod on the control plane could not use."""
-    _, context = current_context(config, field)
+    context = current_context(config, field)[1]
     user = _named(field, config.get("users"), str(context["user"]), "user")
     cluster = _named(field, config.get("clusters"), str(context["cluster"]), "cluster")
     foreign = [key for key in _NOT_PORTABLE if user.get(key)]
@@ -142,7 +142,7 @@ def rewrite_kubeconfig(
     check_portable(config, field)
     if server is None and tls_server_name is None:
         return text
-    _, context = current_context(config, field)
+    context = current_context(config, field)[1]
     cluster_name = str(context["cluster"])
     clusters = []
     for item in config.get("clusters") or []:

@@ -45,7 +45,9 @@ NON_EMPTY_FIELDS: tuple[str, ...] = ("status.gateway.address",)
 
 def readiness_expression() -> str:
     """JMESPath that yields ``true`` exactly when every expectation holds (null-safe)."""
-    parts = [f"length(status.conditions[?type=='{kind}' && status=='True'] || `[]`) > `0`" for kind, _ in CONDITIONS]
+    parts = [
+        f"length(status.conditions[?type=='{kind}' && status=='True'] || `[]`) > `0`" for kind, _reason in CONDITIONS
+    ]
     parts += [f"{path} != null && {path} != ''" for path in NON_EMPTY_FIELDS]
     return " && ".join(parts)
 

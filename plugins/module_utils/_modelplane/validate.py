@@ -105,7 +105,7 @@ def label_value(field: str, value: Any) -> str:
 def label_key(field: str, key: Any) -> str:
     if not isinstance(key, str) or not key:
         raise InputError(field, f"label keys are non-empty strings, got {key!r}")
-    prefix, _, name = key.rpartition("/")
+    prefix, _slash, name = key.rpartition("/")
     if prefix and (len(prefix) > LABEL_PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
         raise InputError(field, f"label key {key!r}: the prefix must be a DNS subdomain")
     if not name or len(name) > LABEL_VALUE_MAX or not _LABEL_VALUE.match(name):

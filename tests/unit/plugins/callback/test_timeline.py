@@ -376,8 +376,8 @@ def test_callback_events_to_reports(
     assert (tmp_path / "timeline.html").read_text().count("<svg ") == 2
     table = [(line, err) for line, err in display.lines if not line.startswith("TIMELINE reports")]
     assert table[0][0].startswith("TIMELINE (seconds")
-    assert all(err is to_stderr for _, err in table)
-    assert any(line.startswith("c2 ") and "1.0!" in line for line, _ in table)
+    assert all(err is to_stderr for _line, err in table)
+    assert any(line.startswith("c2 ") and "1.0!" in line for line, _err in table)
 
 
 def test_callback_without_output_dir_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
