@@ -171,9 +171,17 @@ class RedfishClient:
     @property
     def manager(self) -> Any:
         if self._manager is None:
-            path = self.call("Listing managers", self._member_path, "Managers", self.params.manager_id)
+            path = None if self.params.manager_id else self._managed_by()
+            if path is None:
+                path = self.call("Listing managers", self._member_path, "Managers", self.params.manager_id)
             self._manager = self.call("Reading the manager", self.root.get_manager, path)
         return self._manager
+
+    def _managed_by(self) -> str | None:
+        """The System's own manager (``Links.ManagedBy``): saves listing the Managers collection."""
+        links = (self.system.json.get("Links") or {}).get("ManagedBy") or []
+        first = links[0] if links and isinstance(links[0], dict) else {}
+        return str(first["@odata.id"]) if first.get("@odata.id") else None
 
     def forget(self) -> None:
         """Invalidate cached resources (after a change, before verifying)."""

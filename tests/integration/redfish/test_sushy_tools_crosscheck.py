@@ -85,7 +85,7 @@ def test_generic_paths_against_sushy_tools(
 
     cd = run.task("boot cd once")
     assert cd["changed"] is True
-    assert cd["actions"] == [{"method": "BootSourceOverride", "target": "Cd", "enabled": "Once"}]
+    assert cd["actions"] == [{"method": "BootSourceOverride", "target": "Cd", "enabled": "Once", "verified": True}]
     assert run.task("boot pxe always")["changed"] is True
     assert run.task("boot pxe always again")["changed"] is False
 

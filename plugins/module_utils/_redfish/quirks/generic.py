@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import UnsupportedError
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import RedfishError, UnsupportedError
 
 from . import BootOrderState
 
@@ -65,7 +65,13 @@ class Generic:
         if current_enabled != enabled:
             kwargs["enabled"] = sushy.BootSourceOverrideEnabled(enabled)
         client.call(f"Setting the boot override to {target} ({enabled})", system.set_system_boot_options, **kwargs)
-        return {"method": "BootSourceOverride", "target": target, "enabled": enabled}
+        # Verify with one GET. Only the target: some services (sushy-tools) always report Continuous.
+        seen = (client.get_json(client.system_path(), "Verifying the boot override").get("Boot") or {}).get(
+            "BootSourceOverrideTarget"
+        )
+        if seen != target:
+            raise RedfishError(f"The BMC accepted BootSourceOverrideTarget {target!r} but reports {seen!r}")
+        return {"method": "BootSourceOverride", "target": target, "enabled": enabled, "verified": True}
 
     def set_boot_mode(self, client: Any, mode: str) -> dict[str, Any]:
         system = client.system
