@@ -69,6 +69,7 @@ def kube_ready_spec(params: Mapping[str, Any]) -> WatchSpec:
 
 def run_kube_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
     params = module.params
+    module.require("jmespath", readiness.JMESPATH_IMPORT_ERROR)
     compiled = readiness.compile_expression(params.get("expression"))
     timeout = float(params["timeout"])
     if timeout < 0:
