@@ -238,6 +238,8 @@ _SPARE_COLOURS = ("#f0e442", "#d55e00", "#6a3d9a", "#b15928")
 _FAILED_COLOUR = "#d62728"
 _SVG_WIDTH = 960
 _LABEL_WIDTH = 110
+# Room on the right for each row's total seconds.
+_TOTAL_WIDTH = 70
 _ROW = 26
 _AXIS = 28
 
@@ -260,7 +262,7 @@ def render_svg(host: str, data: dict[str, Any], duration: float, custom: list[st
     """One cluster's chart: a row per phase, a bar per stretch of consecutive tasks, a time axis."""
     esc = html.escape
     span = max(duration, 1e-3)
-    plot = _SVG_WIDTH - _LABEL_WIDTH - 20
+    plot = _SVG_WIDTH - _LABEL_WIDTH - _TOTAL_WIDTH
     phases = list(data["phases"])
     height = _ROW * len(phases) + _AXIS + 8
 
@@ -269,20 +271,22 @@ def render_svg(host: str, data: dict[str, Any], duration: float, custom: list[st
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="gantt" width="{_SVG_WIDTH}" height="{height}" '
-        f'viewBox="0 0 {_SVG_WIDTH} {height}" role="img" aria-label="timeline of {esc(host)}">',
+        f'viewBox="0 0 {_SVG_WIDTH} {height}" role="img" aria-label="timeline of {esc(host)}" '
+        'font-family="sans-serif">',
         f"<title>{esc(host)}</title>",
     ]
     step = _tick_step(span)
-    tick = 0.0
-    while tick <= span + 1e-9:
+    for index in range(int(span / step + 1e-9) + 1):
+        tick = round(index * step, 6)
         tx = x(tick)
-        parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{height - _AXIS + 4}" class="grid"/>')
-        parts.append(f'<text x="{tx:.1f}" y="{height - 8}" class="tick">{tick:g}s</text>')
-        tick += step
+        parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{height - _AXIS + 4}" stroke="#e5e5e5"/>')
+        parts.append(
+            f'<text x="{tx:.1f}" y="{height - 8}" font-size="11" fill="#666" text-anchor="middle">{tick:g}s</text>'
+        )
     for row, phase in enumerate(phases):
         record = data["phases"][phase]
         y = row * _ROW + 4
-        parts.append(f'<text x="4" y="{y + _ROW / 2 + 4:.1f}" class="label">{esc(phase)}</text>')
+        parts.append(f'<text x="4" y="{y + _ROW / 2 + 4:.1f}" font-size="12" fill="#222">{esc(phase)}</text>')
         fill = _FAILED_COLOUR if record["failed"] else _colour(phase, custom)
         for start, end in record["segments"]:
             width = max(x(end) - x(start), 1.0)
@@ -291,7 +295,8 @@ def render_svg(host: str, data: dict[str, Any], duration: float, custom: list[st
                 f"<title>{esc(phase)}: {start:.1f}s to {end:.1f}s ({end - start:.1f}s)</title></rect>"
             )
         parts.append(
-            f'<text x="{_SVG_WIDTH - 4}" y="{y + _ROW / 2 + 4:.1f}" class="total">{record["seconds"]:.1f}s</text>'
+            f'<text x="{_SVG_WIDTH - 4}" y="{y + _ROW / 2 + 4:.1f}" font-size="11" fill="#444" text-anchor="end">'
+            f"{record['seconds']:.1f}s</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -304,10 +309,6 @@ th, td { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; text-align: right;
 th:first-child, td:first-child { text-align: left; }
 td.failed { color: #d62728; font-weight: bold; }
 svg.gantt { display: block; margin-bottom: 1.5em; }
-svg .grid { stroke: #e5e5e5; }
-svg .tick { font-size: 11px; fill: #666; text-anchor: middle; }
-svg .label { font-size: 12px; fill: #222; }
-svg .total { font-size: 11px; fill: #444; text-anchor: end; }
 """
 
 
