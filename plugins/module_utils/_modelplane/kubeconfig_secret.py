@@ -51,6 +51,8 @@ _STATIC_TOKEN = "token"
 _STATIC_CERT = ("client-certificate-data", "client-key-data")
 # User entries that need something outside the kubeconfig: a program, a plugin, or a local file.
 _NOT_PORTABLE = ("exec", "auth-provider", "tokenFile", "client-certificate", "client-key")
+# Line width for re-serialised kubeconfigs (never fold a value).
+_YAML_WIDTH = 1 << 30
 # Cluster entries that point at a local file instead of embedding the CA.
 _CLUSTER_FILES = ("certificate-authority",)
 
@@ -156,7 +158,8 @@ def rewrite_kubeconfig(
         else:
             clusters.append(item)
     config["clusters"] = clusters
-    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
+    # A huge width: long base64 fields stay on one line, as kubectl writes them.
+    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False, width=_YAML_WIDTH)
 
 
 def kubeconfig_secret(

@@ -738,6 +738,17 @@ def test_server_override_rewrites_only_the_current_cluster() -> None:
     assert again == secret
 
 
+def test_rewrite_keeps_every_other_field() -> None:
+    long_ca = "Q" * 5000
+    text = KUBECONFIG.replace("certificate-authority-data: Q0EK", f"certificate-authority-data: {long_ca}")
+    text += "preferences: {colors: true}\nextensions:\n- {name: note, extension: {text: %s}}\n" % ("word " * 40)
+    before = yaml.safe_load(text)
+    after = yaml.safe_load(rewrite_kubeconfig(text, server="https://10.0.0.5:6443"))
+    vke = next(c for c in before["clusters"] if c["name"] == "vke")
+    vke["cluster"]["server"] = "https://10.0.0.5:6443"
+    assert after == before
+
+
 def test_single_context_without_current_context() -> None:
     text = KUBECONFIG.replace("current-context: vke\n", "")
     config = yaml.safe_load(text)
