@@ -22,6 +22,7 @@ description:
     from by listing again. On timeout it fails and says which node lacks what and, for validator pods that
     are not ready, their container states.
   - In check mode it evaluates once and reports, without waiting or failing.
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes.info_module
   - metalplane.inference.kube

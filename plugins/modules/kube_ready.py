@@ -18,6 +18,7 @@ description:
   - At least one object must match; an empty match is "not ready yet".
   - On timeout the module fails and reports, per object, the last value of the expression and its status conditions.
   - In check mode it evaluates once and reports whether the objects are ready, without waiting or failing.
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes.info_module
   - metalplane.inference.kube
