@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import logging
 import re
 import time
 import uuid
@@ -30,6 +31,7 @@ from lab.kube_discovery import ResourceType
 from lab.kube_store import Event, Key, SelectorError, Store, Watcher, field_matcher, label_matcher
 
 Obj = dict[str, Any]
+LOG = logging.getLogger("lab.kube")
 
 # Annotation that holds a workload unready (the workload controller leaves it at 0 ready).
 HOLD_ANNOTATION = "lab.metalplane.io/hold-unready"
@@ -187,6 +189,9 @@ class ApiServer:
             return Response(exc.code, exc.status())
         except SelectorError as exc:
             return Response(400, ApiError(400, "BadRequest", str(exc)).status())
+        except Exception as exc:  # an emulator bug must surface as a 500 Status, not a dropped connection
+            LOG.exception("request %s %s failed", request.method, request.path)
+            return Response(500, ApiError(500, "InternalError", f"lab emulator error: {exc!r}").status())
 
     def _route(self, request: Request) -> Response:  # noqa: PLR0911 - one branch per discovery path
         path = request.path.rstrip("/") or "/"
@@ -266,10 +271,26 @@ class ApiServer:
         if method == "PATCH":
             return self.patch(target, request)
         if method == "DELETE":
-            options = json.loads(request.body) if request.body.strip() else {}
+            options = self._delete_options(request)
             options.update({k: v for k, v in request.query.items() if k in ("propagationPolicy", "dryRun")})
             return self.delete(target, options)
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    @staticmethod
+    def _delete_options(request: Request) -> Obj:
+        if not request.body.strip():
+            return {}
+        if "protobuf" in request.headers.get("content-type", ""):
+            from lab.kube_proto import ProtobufError, decode
+
+            try:
+                return decode(request.body, "DeleteOptions")
+            except ProtobufError as exc:
+                raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
+        try:
+            return json.loads(request.body)
+        except ValueError as exc:
+            raise ApiError(400, "BadRequest", f"invalid DeleteOptions: {exc}") from exc
 
     @staticmethod
     def _manager(request: Request) -> str:
@@ -1004,16 +1025,61 @@ class ApiServer:
                 out[f"{'.'.join(reversed(group.split('.')))}.{version}.{rtype.kind}"] = schema
         return out
 
+    def _openapi_paths(self, group: str, version: str) -> dict[str, Any]:
+        """Operations per resource; client-go's QueryParamVerifierV3 looks for a PATCH operation with
+        this GVK and a ``fieldValidation`` query parameter before it trusts server-side validation
+        (otherwise kubectl and helm fall back to OpenAPI v2 client-side validation)."""
+        query = [
+            {"name": n, "in": "query", "schema": {"type": "string"}}
+            for n in ("dryRun", "fieldManager", "fieldValidation")
+        ]
+        paths: dict[str, Any] = {}
+        for rtype in self.types.values():
+            if rtype.group != group or rtype.version != version:
+                continue
+            gvk = {"group": group, "version": version, "kind": rtype.kind}
+            collection = self.path_for(rtype, "{namespace}" if rtype.namespaced else None)
+            path_params = [{"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}]
+
+            def op(action: str, params: list[dict[str, Any]], gvk: dict[str, str] = gvk) -> dict[str, Any]:
+                return {
+                    "x-kubernetes-action": action,
+                    "x-kubernetes-group-version-kind": gvk,
+                    "parameters": params,
+                    "responses": {"200": {"description": "OK"}},
+                }
+
+            paths[collection] = {
+                "get": op("list", []),
+                "post": op("post", query),
+                "parameters": path_params if rtype.namespaced else [],
+            }
+            item_params = [
+                *(path_params if rtype.namespaced else []),
+                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+            ]
+            paths[collection + "/{name}"] = {
+                "get": op("get", []),
+                "put": op("put", query),
+                "delete": op("delete", query[:1]),
+                "patch": op("patch", [*query, {"name": "force", "in": "query", "schema": {"type": "boolean"}}]),
+                "parameters": item_params,
+            }
+        return paths
+
     def _openapi_hash(self, group: str, version: str) -> str:
-        return schemas.content_hash(self._crd_openapi(group, version))
+        return schemas.content_hash([self._crd_openapi(group, version), self._openapi_paths(group, version)])
 
     _openapi_cache: dict[str, bytes] = {}
 
     def _openapi_text(self, group: str, version: str) -> bytes:
         extra = self._crd_openapi(group, version)
-        cache_key = f"{group}/{version}/{schemas.content_hash(extra)}"
+        paths = self._openapi_paths(group, version)
+        cache_key = f"{group}/{version}/{schemas.content_hash([extra, paths])}"
         if cache_key not in self._openapi_cache:
-            self._openapi_cache[cache_key] = json.dumps(schemas.openapi_document(group, version, extra)).encode()
+            doc = schemas.openapi_document(group, version, extra)
+            doc["paths"] = paths
+            self._openapi_cache[cache_key] = json.dumps(doc).encode()
         return self._openapi_cache[cache_key]
 
 

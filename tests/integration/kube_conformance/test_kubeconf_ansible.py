@@ -327,12 +327,12 @@ def test_helm_install_upgrade_uninstall(kube_target: KubeTarget, playbook: Calla
         {"name": "template", "kubernetes.core.helm_template": {"binary_path": helm, "chart_ref": str(chart)}},
         {
             "name": "install",
-            "kubernetes.core.helm": {**common, "create_namespace": True, "wait": True, "wait_timeout": "60s"},
+            "kubernetes.core.helm": {**common, "create_namespace": True, "wait": True, "timeout": "60s"},
         },
         {"name": "ds", "kubernetes.core.k8s_info": {"kind": "DaemonSet", "namespace": ns, "name": "probe-probe"}},
         {
             "name": "upgrade",
-            "kubernetes.core.helm": {**common, "values": {"message": "bye"}, "wait": True, "wait_timeout": "60s"},
+            "kubernetes.core.helm": {**common, "values": {"message": "bye"}, "wait": True, "timeout": "60s"},
         },
         {"name": "upgrade again", "kubernetes.core.helm": {**common, "values": {"message": "bye"}}},
         {"name": "cm", "kubernetes.core.k8s_info": {"kind": "ConfigMap", "namespace": ns, "name": "probe-config"}},
