@@ -29,10 +29,11 @@ from typing import Any
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[0:0] = [str(TESTS)]
 
-from integration.redfish.images import ImageServer  # noqa: E402
-from lab.redfish import BmcSpec, RedfishLab  # noqa: E402
-from support.collection import install_collection_finder  # noqa: E402
-from support.playbook import run_playbook  # noqa: E402
+from integration.redfish.images import ImageServer
+
+from lab.redfish import BmcSpec, RedfishLab
+from support.collection import install_collection_finder
+from support.playbook import run_playbook
 
 PERSONALITIES = ("idrac8", "idrac9", "generic")
 OPERATIONS = ("power_on", "virtual_cd_once", "media_insert")
@@ -122,7 +123,7 @@ def main() -> int:
                     )
                     counts, times, checks = [], [], []
                     for _ in range(args.rounds):
-                        n, seconds, result = measure(lab, personality, task)
+                        n, seconds, _result = measure(lab, personality, task)
                         counts.append(n)
                         times.append(seconds)
                         checks.append(verified(op, lab, personality))
