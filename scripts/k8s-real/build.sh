@@ -141,7 +141,7 @@ mv "$BIN/etcd.tmp" "$BIN/etcd"
 
 # 9. check
 "$BIN/kube-apiserver" --version
-"$BIN/etcd" --version | head -n1
+"$BIN/etcd" --version | sed -n 1p # not head: SIGPIPE would fail under pipefail
 END=$(date +%s)
 DISK=$(du -sh "$ROOT" | cut -f1)
 log "done: total $((END - START)) s (make $((MAKE_END - MAKE_START)) s), disk used under $ROOT: $DISK"
