@@ -500,7 +500,7 @@ class ApiServer:
         else:
             meta.pop("namespace", None)
 
-    def _admit(self, rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def _admit(self, rtype: ResourceType, obj: Obj, old: Obj | None, query: dict[str, str] | None = None) -> None:
         """Defaulting, pruning, validation: the admission chain of every write."""
         from lab.kube_defaults import apply_defaults, semantic_errors
 
@@ -528,6 +528,11 @@ class ApiServer:
                     }
                 )
         apply_defaults(rtype, obj, old)
+        unknown = schemas.unknown_fields(rtype.object_schema(), obj)
+        if unknown and (query or {}).get("fieldValidation") == "Strict":
+            detail = ", ".join(f'unknown field "{path}"' for path in unknown)
+            raise ApiError(400, "BadRequest", f"strict decoding error: {detail}")
+        schemas.drop_paths(obj, unknown)  # Warn/Ignore: pruned, like the apiserver does
         if rtype.crd is not None:
             obj.update(schemas.prune_and_default(rtype.schema, {k: v for k, v in obj.items() if k != "metadata"}))
             if rtype.validator is not None:
@@ -573,7 +578,7 @@ class ApiServer:
                 rtype.crd is not None and rtype.status
             ):
                 obj.pop("status", None)
-            self._admit(rtype, obj, None)
+            self._admit(rtype, obj, None, query)
             for server_field in ("resourceVersion", "deletionTimestamp", "managedFields"):
                 meta.pop(server_field, None)
             meta["uid"] = str(uuid.uuid4())
@@ -718,7 +723,7 @@ class ApiServer:
                 new["status"] = copy.deepcopy(old["status"])
             else:
                 new.pop("status", None)
-        self._admit(rtype, new, old)
+        self._admit(rtype, new, old, query)
         if meta.get("generation") is not None and target.sub is None:
             strip = ("metadata", "status", "apiVersion", "kind")
             if {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}:

@@ -223,3 +223,45 @@ def openapi_document(group: str, version: str, extra_schemas: dict[str, Schema])
 
 def content_hash(doc: Any) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32].upper()
+
+
+def unknown_fields(schema: Schema | None, value: Any, prefix: str = "") -> list[str]:
+    """Paths of fields the schema does not declare (what the apiserver prunes, or rejects when
+    ``fieldValidation=Strict``). Maps (``additionalProperties``) and preserve-unknown-fields nodes
+    accept any key; ``metadata`` is checked by the server itself."""
+    schema = resolve(schema)
+    if not schema or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return []
+    out: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for name, item in value.items():
+            path = f"{prefix}.{name}" if prefix else name
+            if not prefix and name in ("apiVersion", "kind", "metadata"):
+                continue
+            if props is not None and name in props:
+                out += unknown_fields(props[name], item, path)
+            elif isinstance(extra, dict):
+                out += unknown_fields(extra, item, path)
+            elif props is not None:
+                out.append(path)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            out += unknown_fields(schema["items"], item, f"{prefix}[{index}]")
+    return out
+
+
+def drop_paths(value: Any, paths: list[str]) -> None:
+    """Remove dotted/indexed paths (as returned by ``unknown_fields``) from ``value`` in place."""
+    import re
+
+    for path in paths:
+        parts = [p for p in re.split(r"\.|\[(\d+)\]", path) if p]
+        current = value
+        for part in parts[:-1]:
+            current = current[int(part)] if isinstance(current, list) else current.get(part)
+            if current is None:
+                break
+        if isinstance(current, dict):
+            current.pop(parts[-1], None)

@@ -544,3 +544,19 @@ def test_namespace_deletion_cascades_and_blocks_new_content(kube_target: KubeTar
     assert "being terminated" in body["message"]
     api.patch_namespaced_config_map("held", name, {"metadata": {"finalizers": None}})
     wait_deleted(lambda: api.read_namespace(name), what="namespace to be removed")
+
+
+def test_unknown_fields_are_pruned(kube_target: KubeTarget, ns: str) -> None:
+    body = {"metadata": {"name": "prune"}, "data": {"a": "1"}, "bogus": 1}
+    code, created = kube_target.raw("POST", f"/api/v1/namespaces/{ns}/configmaps", body)
+    assert code == 201
+    assert "bogus" not in created
+    assert created["data"] == {"a": "1"}
+
+
+@pytest.mark.emulator_only  # fieldValidation arrived in 1.25 (GA 1.27); the 1.20 lane ignores it
+def test_strict_field_validation_rejects_unknown_fields(kube_target: KubeTarget, ns: str) -> None:
+    body = {"metadata": {"name": "strict"}, "spec": {"containers": [{"name": "c", "image": "x:1", "colour": "red"}]}}
+    code, status = kube_target.raw("POST", f"/api/v1/namespaces/{ns}/pods?fieldValidation=Strict", body)
+    assert code == 400
+    assert 'unknown field "spec.containers[0].colour"' in status["message"]
