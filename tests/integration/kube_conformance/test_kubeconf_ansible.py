@@ -316,6 +316,7 @@ def write_chart(root: Path) -> Path:
     return chart
 
 
+@pytest.mark.slow
 def test_helm_install_upgrade_uninstall(kube_target: KubeTarget, playbook: Callable[..., Any], tmp_path: Path) -> None:
     helm = shutil.which("helm") if not HELM.exists() else str(HELM)
     if not helm:
