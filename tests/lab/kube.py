@@ -519,7 +519,8 @@ class KubeEmulator:
     def hold(self, kind: str, name: str, namespace: str, seconds: float = float("inf")) -> None:
         """Keep an apps/v1 workload unready for ``seconds`` (scaled by delay_scale), then let it become ready."""
         plural = {"Deployment": "deployments", "DaemonSet": "daemonsets", "StatefulSet": "statefulsets"}[kind]
-        self.controllers.holds[(plural, namespace, name)] = time.monotonic() + seconds * self.delay_scale
+        until = float("inf") if seconds == float("inf") else time.monotonic() + seconds * self.delay_scale
+        self.controllers.holds[(plural, namespace, name)] = until
         self.scheduler.schedule(0, lambda: self.controllers.reconcile_workload(plural, namespace, name))
         if seconds != float("inf"):
             self.scheduler.schedule(
