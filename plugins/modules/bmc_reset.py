@@ -14,6 +14,7 @@ description:
     SWC0700 mean keep waiting), then logs in again.
   - Always reports a change.
 version_added: 0.1.0
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.redfish
   - metalplane.inference.attributes

@@ -17,6 +17,7 @@ description:
   - With O(verify_after_reboot=true) the server is rebooted after the order was changed, the order is read back,
     and re-applied once if the BMC reverted it (result C(reapplied=true)).
 version_added: 0.1.0
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.redfish
   - metalplane.inference.attributes

@@ -15,6 +15,7 @@ description:
     exposes them, asset tag and serial number.
   - Parts the BMC does not expose are returned empty.
 version_added: 0.1.0
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.redfish
   - metalplane.inference.attributes.info_module

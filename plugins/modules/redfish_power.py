@@ -13,6 +13,7 @@ description:
     that is off).
   - Only ResetType values the BMC advertises in C(AllowableValues) are sent.
 version_added: 0.1.0
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.redfish
   - metalplane.inference.attributes
@@ -29,7 +30,7 @@ options:
         (ForceRestart, else GracefulRestart, else PowerCycle). V(cycled) power-cycles.
     type: str
     required: true
-    choices: [on, off, forced_off, restarted, cycled]
+    choices: ["on", "off", forced_off, restarted, cycled]
   force_off_after_timeout:
     description:
       - With O(state=off), send C(ForceOff) when the graceful shutdown has not finished after O(graceful_timeout).
@@ -51,14 +52,14 @@ EXAMPLES = r"""
     bmc_url: https://idrac-r730.example
     username: root
     password: "{{ vault_idrac_password }}"
-    state: on
+    state: "on"
 
 - name: Shut down, forcing after 2 minutes
   metalplane.inference.redfish_power:
     bmc_url: https://idrac-r730.example
     username: root
     password: "{{ vault_idrac_password }}"
-    state: off
+    state: "off"
     graceful_timeout: 120
 """
 

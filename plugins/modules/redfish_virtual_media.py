@@ -16,6 +16,7 @@ description:
     shows as inserted) it ejects every slot, waits O(retry_delay) and retries; if that fails it resets the BMC,
     waits until it is ready again, logs in again and retries once. C(recovered_by) tells which was needed.
 version_added: 0.1.0
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.redfish
   - metalplane.inference.attributes
