@@ -252,3 +252,33 @@ def test_allocatable_gpu_sum(kube_target: KubeTarget) -> None:
     nodes = client.CoreV1Api(kube_target.api_client()).list_node(label_selector="nvidia.com/gpu.present=true").items
     total = sum(int((n.status.allocatable or {}).get("nvidia.com/gpu", "0")) for n in nodes)
     assert total >= 8 * len(kube_target.gpu_nodes)
+
+
+@pytest.mark.emulator_only
+def test_hold_and_release_keep_a_workload_unready(private_emulator: KubeEmulator) -> None:
+    private_emulator.hold("DaemonSet", "held", "default")
+    private_emulator.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "held", "namespace": "default"},
+            "spec": {
+                "selector": {"matchLabels": {"a": "h"}},
+                "template": {
+                    "metadata": {"labels": {"a": "h"}},
+                    "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+                },
+            },
+        }
+    )
+    held = eventually(
+        lambda: (
+            ds_status(private_emulator, "held", "default").get("observedGeneration") == 1
+            and ds_status(private_emulator, "held", "default")
+        )
+    )
+    sleep_briefly()
+    assert (held["desiredNumberScheduled"], held["numberReady"]) == (2, 0)
+    assert ds_status(private_emulator, "held", "default")["numberReady"] == 0
+    private_emulator.release("DaemonSet", "held", "default")
+    eventually(lambda: ds_status(private_emulator, "held", "default").get("numberReady") == 2)
