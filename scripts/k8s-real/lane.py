@@ -49,6 +49,7 @@ from typing import Any
 
 import yaml
 from k8s_real.kubehttp import KubeHttp, KubeHttpError, Target
+
 from lab.common import LOOPBACK, free_port
 from support.collection import install_collection_finder
 
@@ -637,7 +638,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         state = lane.start()
         _print_started(state, started)
-        env = dict(os.environ, MP_KUBE_TARGET="real", MP_REAL_KUBECONFIG=state.kubeconfig)
+        env = dict(
+            os.environ, MP_KUBE_TARGET="real", MP_REAL_KUBECONFIG=state.kubeconfig, K8S_REAL_BIN=str(lane.bin_dir)
+        )
         return subprocess.run(command, env=env, check=False).returncode
     finally:
         killed = lane.stop()

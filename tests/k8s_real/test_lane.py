@@ -10,6 +10,7 @@ and stops without leaving a process behind.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -253,6 +254,15 @@ def _lane(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _lane_module() -> Any:
+    spec = importlib.util.spec_from_file_location("k8s_real_lane", LANE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(1)
@@ -287,3 +297,25 @@ def test_a_second_lane_starts_and_stops_without_leftovers(tmp_path: Path) -> Non
         assert not _port_open(port), port
     assert _lane("status", "--state-dir", str(state_dir)).returncode == 3
     assert _lane("stop", "--state-dir", str(state_dir)).returncode == 0  # idempotent
+
+
+def test_a_failed_start_stops_what_it_had_started(tmp_path: Path) -> None:
+    """etcd starts, the "apiserver" dies at once: start fails, names the culprit and leaves nothing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_bin = Path(os.environ.get("K8S_REAL_BIN") or _lane_module().DEFAULT_BIN)
+    (bin_dir / "etcd").symlink_to(real_bin / "etcd")
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        script = bin_dir / name
+        script.write_text("#!/bin/sh\necho 'refusing to serve' >&2\nexit 3\n")
+        script.chmod(0o755)
+    state_dir = tmp_path / "lane"
+    failed = _lane("start", "--state-dir", str(state_dir), "--bin-dir", str(bin_dir), "--nodes", "0", timeout=120)
+    assert failed.returncode == 1
+    assert "kube-apiserver exited during start-up" in failed.stderr
+    assert "refusing to serve" in failed.stderr
+    assert not (state_dir / "lane.json").exists()
+    etcd_log = state_dir / "logs" / "etcd.log"
+    assert etcd_log.exists()  # etcd did run ...
+    leftovers = subprocess.run(["pgrep", "-f", f"--data-dir={state_dir}"], capture_output=True, text=True, check=False)
+    assert leftovers.stdout == ""  # ... and was stopped
