@@ -73,6 +73,10 @@ TASKS: list[dict[str, Any]] = [
     _fault("insert_vrm0021_until_reset"),
     {"name": "insert vrm0021", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
     {"name": "insert again", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
+    _fault("busy_503"),
+    {"name": "info through a 503", FQ + "redfish_info": C},
+    _fault("session_limit"),
+    {"name": "info with sessions full", FQ + "redfish_info": C},
     {"name": "bmc reset", FQ + "bmc_reset": {**C, "wait_timeout": 60}},
     {"name": "info after", FQ + "redfish_info": C},
     {"name": "off", FQ + "redfish_power": {**C, "state": "off", "graceful_timeout": 10, "wait_timeout": 30}},
@@ -161,6 +165,12 @@ def _check(run: Any, redfish_lab: RedfishLab, personality: str) -> None:
     assert (vrm["changed"], vrm["recovered_by"]) == (True, "bmc_reset")
     assert vrm["logins"] == 2  # logged in again after the reset
     assert task("insert again")["changed"] is False
+
+    # a 503 burst is retried; a full session table falls back to Basic auth (no leaked session)
+    assert task("info through a 503")["redfish"]["power_state"] == "On"
+    assert bmc.counters["fault:busy_503"] == 1
+    assert task("info with sessions full")["redfish"]["quirks"] == want["quirks"]
+    assert bmc.counters["session_refused"] == 1
 
     reset = task("bmc reset")
     assert (reset["changed"], reset["ready"]) == (True, True)
