@@ -259,8 +259,25 @@ def _lane_module() -> Any:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Command lines of live (non-zombie) processes whose arguments contain ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(cmdline)
+    return found
 
 
 def _port_open(port: int) -> bool:
@@ -284,6 +301,7 @@ def test_a_second_lane_starts_and_stops_without_leftovers(tmp_path: Path) -> Non
         pids = [p["pid"] for p in recorded["processes"]]
         assert [p["name"] for p in recorded["processes"]] == ["etcd", "kube-apiserver", "fake-kubelet"]
         assert _lane("status", "--state-dir", str(state_dir)).returncode == 0
+        assert len(_processes_mentioning(str(state_dir))) == 3  # etcd, apiserver, fake kubelet
         # Starting again over a running lane is refused rather than orphaning it.
         again = _lane("start", "--state-dir", str(state_dir), "--no-controllers", "--nodes", "0")
         assert again.returncode == 1
@@ -293,6 +311,7 @@ def test_a_second_lane_starts_and_stops_without_leftovers(tmp_path: Path) -> Non
     assert stopped.returncode == 0, stopped.stderr
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+    assert _processes_mentioning(str(state_dir)) == []
     for port in recorded["ports"].values():
         assert not _port_open(port), port
     assert _lane("status", "--state-dir", str(state_dir)).returncode == 3
@@ -317,5 +336,4 @@ def test_a_failed_start_stops_what_it_had_started(tmp_path: Path) -> None:
     assert not (state_dir / "lane.json").exists()
     etcd_log = state_dir / "logs" / "etcd.log"
     assert etcd_log.exists()  # etcd did run ...
-    leftovers = subprocess.run(["pgrep", "-f", f"--data-dir={state_dir}"], capture_output=True, text=True, check=False)
-    assert leftovers.stdout == ""  # ... and was stopped
+    assert _processes_mentioning(str(state_dir)) == []  # ... and was stopped
