@@ -19,7 +19,7 @@ description:
   - Waits for the cluster, its pools and nodes to be C(active). Writes the kubeconfig to a 0600 file; the
     kubeconfig itself is never returned.
 version_added: 0.1.0
-author: metalplane.inference contributors
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes
   - metalplane.inference.vultr

@@ -12,7 +12,7 @@ description:
   - Optionally writes the kubeconfig of the one selected cluster to a file with mode 0600. The kubeconfig
     is never returned. Writing the file is the only change this module can make (reported as C(changed)).
 version_added: 0.1.0
-author: metalplane.inference contributors
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes
   - metalplane.inference.vultr

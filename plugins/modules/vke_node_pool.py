@@ -23,7 +23,7 @@ description:
     C(<label>-<6 hex>) when the label is taken), waits until it is active, and deletes the old one.
   - Waits for the pool and all its nodes to be C(active).
 version_added: 0.1.0
-author: metalplane.inference contributors
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes
   - metalplane.inference.vultr

@@ -17,7 +17,7 @@ description:
   - No API lists the plans VKE accepts in node pools, so availability in a region is necessary but not
     sufficient.
 version_added: 0.1.0
-author: metalplane.inference contributors
+author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes.info_module
   - metalplane.inference.vultr
