@@ -518,7 +518,7 @@ def stop_processes(processes: list[Proc], state_file: Path | None = None) -> lis
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     for proc in pending:
-        for _ in range(50):
+        for _attempt in range(50):
             _reap(proc.pid)
             if not group_members(proc.pid):
                 break

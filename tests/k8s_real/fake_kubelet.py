@@ -81,8 +81,7 @@ def node_labels(name: str, spec: NodeSpec) -> dict[str, str]:
         "beta.kubernetes.io/arch": "amd64",
     }
     if spec.gpus > 0:
-        major, _, rest = spec.driver_version.partition(".")
-        minor, _, rev = rest.partition(".")
+        major, minor, rev = ([*spec.driver_version.split(".", 2), "", ""])[:3]
         labels.update(
             {
                 "nvidia.com/gpu.present": "true",
