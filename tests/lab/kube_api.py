@@ -159,7 +159,7 @@ class ApiServer:
             del self.types[key]
 
     def type_for(self, api_version: str, kind: str) -> ResourceType:
-        group, _, version = api_version.rpartition("/")
+        group, _sep, version = api_version.rpartition("/")
         for rtype in self.types.values():
             if rtype.group == group and rtype.version == version and rtype.kind == kind:
                 return rtype
@@ -1046,17 +1046,9 @@ class ApiServer:
             collection = self.path_for(rtype, "{namespace}" if rtype.namespaced else None)
             path_params = [{"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}]
 
-            def op(action: str, params: list[dict[str, Any]], gvk: dict[str, str] = gvk) -> dict[str, Any]:
-                return {
-                    "x-kubernetes-action": action,
-                    "x-kubernetes-group-version-kind": gvk,
-                    "parameters": params,
-                    "responses": {"200": {"description": "OK"}},
-                }
-
             paths[collection] = {
-                "get": op("list", []),
-                "post": op("post", query),
+                "get": _operation("list", [], gvk),
+                "post": _operation("post", query, gvk),
                 "parameters": path_params if rtype.namespaced else [],
             }
             item_params = [
@@ -1064,10 +1056,12 @@ class ApiServer:
                 {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
             ]
             paths[collection + "/{name}"] = {
-                "get": op("get", []),
-                "put": op("put", query),
-                "delete": op("delete", query[:1]),
-                "patch": op("patch", [*query, {"name": "force", "in": "query", "schema": {"type": "boolean"}}]),
+                "get": _operation("get", [], gvk),
+                "put": _operation("put", query, gvk),
+                "delete": _operation("delete", query[:1], gvk),
+                "patch": _operation(
+                    "patch", [*query, {"name": "force", "in": "query", "schema": {"type": "boolean"}}], gvk
+                ),
                 "parameters": item_params,
             }
         return paths
@@ -1096,3 +1090,13 @@ def _field_text(path: tuple[str, ...]) -> str:
         elif element.startswith("k:") or element.startswith("v:"):
             out += "[" + element[2:] + "]"
     return out
+
+
+def _operation(action: str, params: list[dict[str, Any]], gvk: dict[str, str]) -> dict[str, Any]:
+    """One OpenAPI v3 operation carrying the GVK extension client-go looks for."""
+    return {
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+        "parameters": params,
+        "responses": {"200": {"description": "OK"}},
+    }

@@ -74,7 +74,7 @@ def _t(
     short: tuple[str, ...] = (),
     fields: tuple[str, ...] = (),
 ) -> ResourceType:
-    group, _, version = gv.rpartition("/")
+    group, _sep, version = gv.rpartition("/")
     return ResourceType(group, version, plural, kind, namespaced, status, scale, short, field_selectors=fields)
 
 

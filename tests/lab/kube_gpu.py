@@ -168,7 +168,7 @@ class GpuSimulator:
                 "name": c,
                 "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
                 "command": ["sh", "-c"],
-                "args": [f"nvidia-validator --component {c.split('-')[0]}"],
+                "args": [f"nvidia-validator --component {c.split('-', maxsplit=1)[0]}"],
             }
             for c in VALIDATOR_INIT_CONTAINERS
         ]

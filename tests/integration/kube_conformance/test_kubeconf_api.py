@@ -194,9 +194,9 @@ def test_noop_update_keeps_resource_version(kube_target: KubeTarget, ns: str) ->
 
 
 def test_cluster_scoped_object_through_a_namespaced_url_is_404(kube_target: KubeTarget, ns: str) -> None:
-    code, _ = kube_target.raw("GET", f"/api/v1/namespaces/{ns}/nodes/{kube_target.gpu_nodes[0]}")
+    code, _body = kube_target.raw("GET", f"/api/v1/namespaces/{ns}/nodes/{kube_target.gpu_nodes[0]}")
     assert code == 404
-    code, _ = kube_target.raw("GET", f"/api/v1/nodes/{kube_target.gpu_nodes[0]}")
+    code, _body = kube_target.raw("GET", f"/api/v1/nodes/{kube_target.gpu_nodes[0]}")
     assert code == 200
 
 
@@ -258,7 +258,9 @@ def test_field_selector_metadata_name(kube_target: KubeTarget, labelled: str) ->
 
 
 def test_unsupported_field_selector_is_400(kube_target: KubeTarget, labelled: str) -> None:
-    call = lambda: core(kube_target).list_namespaced_config_map(labelled, field_selector="data.x=1")  # noqa: E731
+    def call() -> Any:
+        return core(kube_target).list_namespaced_config_map(labelled, field_selector="data.x=1")
+
     assert status_of(call) == 400
 
 

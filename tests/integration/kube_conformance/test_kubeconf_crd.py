@@ -146,7 +146,7 @@ def test_schema_violations_are_422(kube_target: KubeTarget, widgets: str, ns: st
 def test_strategic_merge_on_custom_resources_is_415(kube_target: KubeTarget, widgets: str, ns: str) -> None:
     _create(kube_target, widgets, ns, "w2", size=1)
     path = f"/apis/{widgets}/v1/namespaces/{ns}/widgets/w2"
-    code, _ = kube_target.raw(
+    code, _body = kube_target.raw(
         "PATCH", path, {"spec": {"size": 2}}, {"Content-Type": "application/strategic-merge-patch+json"}
     )
     assert code == 415
@@ -175,7 +175,7 @@ def test_custom_resource_status_subresource(kube_target: KubeTarget, widgets: st
 
 
 def test_unknown_group_is_404(kube_target: KubeTarget, ns: str) -> None:
-    code, _ = kube_target.raw("GET", f"/apis/nothing.example.com/v1/namespaces/{ns}/things")
+    code, _body = kube_target.raw("GET", f"/apis/nothing.example.com/v1/namespaces/{ns}/things")
     assert code == 404
 
 
@@ -198,7 +198,7 @@ def test_deleting_a_crd_removes_its_api_and_objects(kube_target: KubeTarget, ns:
     wait_deleted(lambda: ext.read_custom_resource_definition(f"widgets.{group}"), what="CRD to be removed")
 
     def api_gone() -> bool:
-        code, _ = kube_target.raw("GET", f"/apis/{group}/v1/namespaces/{ns}/widgets")
+        code, _body = kube_target.raw("GET", f"/apis/{group}/v1/namespaces/{ns}/widgets")
         return code == 404
 
     eventually(api_gone, what="custom resource API to disappear")

@@ -183,7 +183,7 @@ def test_unavailable_refuses_connections_then_comes_back(private_emulator: Any) 
 @pytest.mark.emulator_only
 def test_lab_control_endpoints_work_without_auth(private_emulator: Any) -> None:
     target = KubeTarget("emulator", private_emulator.kubeconfig_path, private_emulator)
-    code, _ = target.raw("POST", "/lab/fail-next?n=1&status=503", token="")
+    code, _body = target.raw("POST", "/lab/fail-next?n=1&status=503", token="")
     assert code == 200
     assert target.raw("GET", "/api/v1/nodes")[0] == 503
     assert target.raw("GET", "/api/v1/nodes")[0] == 200
