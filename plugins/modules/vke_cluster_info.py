@@ -8,7 +8,7 @@ module: vke_cluster_info
 short_description: List or get Vultr Kubernetes Engine clusters, with their node pools and nodes
 description:
   - Returns VKE clusters (all, or those matching O(label) / O(id)) as the API reports them, with their
-    node pools and nodes, and whether each carries this collection's ownership marker (RV(clusters[].owned)).
+    node pools and nodes, and whether each carries this collection's ownership marker (C(owned)).
   - Optionally writes the kubeconfig of the one selected cluster to a file with mode 0600. The kubeconfig
     is never returned. Writing the file is the only change this module can make (reported as C(changed)).
 version_added: 0.1.0

@@ -184,9 +184,9 @@ def main() -> int:
     args = parser.parse_args()
     latencies: dict[str, list[float]] = {}
     for variant in VARIANTS:
-        latencies[variant] = [latency_run(variant) for _ in range(args.reps)]
+        latencies[variant] = [latency_run(variant) for _attempt in range(args.reps)]
         print(variant, "latencies", [round(x, 3) for x in latencies[variant]], flush=True)
-    inproc = [inprocess_latency() for _ in range(args.reps * 2)]
+    inproc = [inprocess_latency() for _attempt in range(args.reps * 2)]
     print("in-process latencies", [round(x, 4) for x in inproc], flush=True)
     counts = {}
     for variant in VARIANTS:

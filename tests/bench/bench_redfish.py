@@ -122,7 +122,7 @@ def main() -> int:
                         else _anchor(op, url, lab.ca_path, images.url(), personality)
                     )
                     counts, times, checks = [], [], []
-                    for _ in range(args.rounds):
+                    for _attempt in range(args.rounds):
                         n, seconds, _result = measure(lab, personality, task)
                         counts.append(n)
                         times.append(seconds)

@@ -348,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
             ok = state.token_valid(token)
         elif auth.startswith("Basic "):
             try:
-                user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
+                user, _unused, password = base64.b64decode(auth[6:]).decode().partition(":")
             except (ValueError, UnicodeDecodeError):
                 user, password = "", ""
             ok = state.check_credentials(user, password)
@@ -565,7 +565,7 @@ class RedfishLab:
         with self._lock:
             if self._stopped.is_set():
                 return
-            for _ in range(50):
+            for _attempt in range(50):
                 try:
                     self._servers[name] = self._serve(self._ports[name], name)
                     break

@@ -133,7 +133,7 @@ class Tree:
 
     def get_member(self, path: str) -> Doc | None:  # noqa: PLR0911
         s = self.s
-        parent, _, leaf = path.rpartition("/")
+        parent, _unused, leaf = path.rpartition("/")
         if parent == f"{R}/SessionService/Sessions" and leaf in s.sessions:
             sess = s.sessions[leaf]
             return {
@@ -692,7 +692,7 @@ class Tree:
                 raise s.error(
                     "PropertyValueNotInList", text=f"Unknown boot sequence {key!r}; use BootSeq or UefiBootSeq."
                 )
-            names = {name for name, _ in devices}
+            names = {name for name, _unused in devices}
             if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
                 raise s.error("PropertyValueNotInList", text=f"{key} must be a list of boot source objects.")
             given = [_seq_name(e) for e in entries]
@@ -874,7 +874,7 @@ class Tree:
     # ================================================================ DELETE
     def delete(self, path: str) -> Reply:
         s, p = self.s, self.p
-        parent, _, leaf = path.rpartition("/")
+        parent, _unused, leaf = path.rpartition("/")
         if parent == f"{R}/SessionService/Sessions":
             return s.logout(leaf)
         if p.dell and parent == f"{self.M}/Jobs":

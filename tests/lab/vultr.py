@@ -145,7 +145,7 @@ def _cursor(kind: str, offset: int) -> str:
 
 def _offset(cursor: str) -> int:
     try:
-        kind, _, number = base64.b64decode(cursor, validate=True).decode().partition("__")
+        kind, _unused, number = base64.b64decode(cursor, validate=True).decode().partition("__")
         offset = int(number)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise bad_request("Invalid cursor.") from None
@@ -335,7 +335,7 @@ class VultrEmulator:
             yield
         finally:
             self._expecting.remove(reason)
-        if self.contract is not None and not any(r == reason for r, _ in self.contract_exempted[start:]):
+        if self.contract is not None and not any(r == reason for r, _unused in self.contract_exempted[start:]):
             raise AssertionError(f"expected a contract violation ({reason}), none was recorded")
 
     # ---- time and hooks -------------------------------------------------------------------------

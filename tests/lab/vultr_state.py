@@ -514,7 +514,7 @@ class VkeState:
             user_data=spec["user_data"],
             vpc_only=spec["vpc_only"],
         )
-        pool.nodes = [self._new_node(pool.label) for _ in range(pool.node_quantity)]
+        pool.nodes = [self._new_node(pool.label) for _attempt in range(pool.node_quantity)]
         pool.labels = [PoolLabel(self.new_id(), k, v) for k, v in spec["labels"].items()]
         pool.taints = [PoolTaint(self.new_id(), k, v, e) for k, v, e in spec["taints"]]
         return pool

@@ -70,9 +70,11 @@ def parse_bmc_url(value: str) -> tuple[str, str]:
     if parts.query or parts.fragment:
         raise InputError("bmc_url", f"{value!r} must not carry a query or fragment; use https://host[:port]")
     try:
-        _ = parts.port
+        port = parts.port  # urllib only validates the port when it is read
     except ValueError as exc:
         raise InputError("bmc_url", f"{value!r} has an invalid port ({exc})") from exc
+    if port == 0:
+        raise InputError("bmc_url", f"{value!r} has port 0; use https://host[:port] with a real port")
     path = parts.path.rstrip("/")
     if path.endswith("/redfish/v1"):
         path = path[: -len("/redfish/v1")]

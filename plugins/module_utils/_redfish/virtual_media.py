@@ -233,7 +233,8 @@ def ensure(
     before = media.infos()
     result: dict[str, Any] = {"changed": False, "recovered_by": "none", "quirks": quirks.name}
     if state == "inserted":
-        assert image_url is not None
+        if image_url is None:  # the module's required_if guarantees it; keep the type checker honest
+            raise InputError("image_url", "is required with state=inserted")
         target = pick_slot(before, params.get("slot"), params.get("media_type"))
         result["slot"] = target["id"]
         result["image_url"] = image_url

@@ -227,7 +227,7 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         a lost response is sent again, up to ``attempts`` sends in total.
         """
         last: Exception | None = None
-        for _ in range(max(1, attempts)):
+        for _attempt in range(max(1, attempts)):
             try:
                 created = self.call("POST", path, body) or {}
                 return created.get(key) or {}, False

@@ -69,7 +69,7 @@ def _pool_specs(params: dict[str, Any]) -> list[tuple[PoolSpec, dict[str, Any]]]
     for index, item in enumerate(params.get("node_pools") or []):
         present = item.get("state", "present") == "present"
         specs.append((pool_spec_from_params(item, prefix=f"node_pools[{index}].", need_plan=present), item))
-    labels = [s.label for s, _ in specs]
+    labels = [s.label for s, _pool in specs]
     if len(set(labels)) != len(labels):
         raise InputError("node_pools", "pool labels must be unique within the cluster")
     return specs
@@ -79,7 +79,7 @@ def run_vke_cluster(module: MetalplaneModule) -> dict[str, Any]:
     params = module.params
     spec = cluster_spec_from_params(params)
     pool_specs = _pool_specs(params) if params["state"] == "present" else []
-    if any(s.label == spec.system_pool.label for s, _ in pool_specs):
+    if any(s.label == spec.system_pool.label for s, _pool in pool_specs):
         raise InputError("node_pools", f"{spec.system_pool.label!r} is the system pool's label; use another")
     client = client_from_params(params)
     if params["state"] == "absent":
@@ -232,7 +232,7 @@ def _create(
     body = create_body(spec, version)
 
     def find() -> dict[str, Any] | None:
-        ours, _ = find_by_label(list_clusters(client), spec.label)
+        ours, _foreign = find_by_label(list_clusters(client), spec.label)
         return ours[0] if ours else None
 
     try:

@@ -147,7 +147,8 @@ def _scaling(params: dict[str, Any], prefix: str) -> tuple[int, bool, int, int]:
     if quantity is None:
         quantity = min_nodes or 1
     if auto:
-        assert max_nodes is not None
+        if max_nodes is None:  # auto is only true when max_nodes is set
+            raise InputError(f"{prefix}max_nodes", "is required when the autoscaler is on")
         if min_nodes is None and quantity > max_nodes:
             raise InputError(f"{prefix}node_quantity", f"({quantity}) is greater than max_nodes ({max_nodes})")
         min_nodes = quantity if min_nodes is None else min_nodes  # Modelplane: min defaults to the count

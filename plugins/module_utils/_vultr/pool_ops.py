@@ -181,7 +181,8 @@ def reconcile_pool(
             stale = [current, *stale]
         current = pool
     else:
-        assert current is not None
+        if current is None:  # a plan without create always has an observed pool
+            raise ConflictError("node pool plan has neither a pool to create nor one to update")
         if plan.patch:
             current = client.call("PATCH", f"{_base(cluster_id)}/{current['id']}", plan.patch)["node_pool"]
             actions.append("updated " + ", ".join(f"{k}={v}" for k, v in sorted(plan.patch.items())))

@@ -700,7 +700,7 @@ def test_session_limit(lab: RedfishLab, personality: str, status: int, message: 
     limit = {"idrac8": 4, "idrac9": 8, "generic": 16}[personality]
     sessions = "/redfish/v1/SessionService/Sessions"
     creds = {"UserName": "root", "Password": "calvin"}
-    made = [raw(lab, name, "POST", sessions, json=creds, auth=None) for _ in range(limit)]
+    made = [raw(lab, name, "POST", sessions, json=creds, auth=None) for _attempt in range(limit)]
     assert all(r.status_code == 201 and r.headers["X-Auth-Token"] for r in made)
     refused = raw(lab, name, "POST", sessions, json=creds, auth=None)
     assert refused.status_code == status
@@ -765,7 +765,7 @@ def test_vrm0021_until_the_idrac_is_reset(images: dict[str, Any]) -> None:
         state = rlab.bmc("r730-1")
         state.inject("insert_vrm0021_until_reset")
         path = "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/CD/Actions/VirtualMedia.InsertMedia"
-        for _ in range(3):
+        for _attempt in range(3):
             response = raw(rlab, "r730-1", "POST", path, json={"Image": images["url"]})
             assert response.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"] == "IDRAC.1.6.VRM0021"
         reset = "/redfish/v1/Managers/iDRAC.Embedded.1/Actions/Manager.Reset"
@@ -792,7 +792,7 @@ def test_eject_stuck_until_reset(lab: RedfishLab, images: dict[str, Any]) -> Non
 def test_busy_503_burst(lab: RedfishLab) -> None:
     state = lab.bmc("gen-1")
     state.inject("busy_503", count=2)
-    statuses = [raw(lab, "gen-1", "GET", "/redfish/v1/Systems").status_code for _ in range(3)]
+    statuses = [raw(lab, "gen-1", "GET", "/redfish/v1/Systems").status_code for _attempt in range(3)]
     assert statuses == [503, 503, 200]
     state.inject("busy_503", count=2)
     with client(lab, "gen-1", retries=3) as root:  # sushy retries GETs on 5xx

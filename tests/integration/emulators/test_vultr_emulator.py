@@ -150,7 +150,7 @@ def test_contract_check_catches_a_wrong_response(contract: VultrContract) -> Non
         with emu.expect_violations("path outside the spec"):
             response = requests.get(emu.base_url + "/kubernetes/nowhere", headers=AUTH, timeout=TIMEOUT)
         assert response.status_code == 404
-        assert any("PathNotFound" in v for _, v in emu.contract_exempted)
+        assert any("PathNotFound" in v for _unused, v in emu.contract_exempted)
         with pytest.raises(AssertionError, match="none was recorded"), emu.expect_violations("a valid request"):
             requests.get(emu.base_url + "/regions", timeout=TIMEOUT)
         assert_no_violations(emu)
@@ -243,7 +243,7 @@ def test_plans_pagination_follows_next_cursor(api: Api, per_page: int) -> None:
 def test_cluster_list_pagination_and_duplicate_labels(api: Api) -> None:
     # Vultr does not make cluster labels unique; the module must cope with duplicates, so neither
     # does the emulator.
-    made = [create_cluster(api, label="same")["id"] for _ in range(3)]
+    made = [create_cluster(api, label="same")["id"] for _attempt in range(3)]
     first = api("GET", "/kubernetes/clusters?per_page=2").json()
     assert first["meta"]["total"] == 3
     assert len(first["vke_clusters"]) == 2
@@ -493,7 +493,7 @@ def test_status_faults_hit_next_matching_requests_only(
     emu.inject(method="POST", path=r"/kubernetes/clusters$", fault=fault, count=2, retry_after=retry_after)
     assert api("GET", "/kubernetes/clusters").status_code == 200  # another method: untouched
     body = {"region": "ewr", "version": "v1.35.6+1", "node_pools": [SYSTEM_POOL]}
-    for _ in range(2):
+    for _attempt in range(2):
         response = api("POST", "/kubernetes/clusters", body)
         assert response.status_code == status
         assert response.headers.get("Retry-After") == header
@@ -504,7 +504,7 @@ def test_status_faults_hit_next_matching_requests_only(
     assert [r["fault"] for r in emu.requests] == [None, fault, fault, None]
     assert emu.counters[f"status {status}"] == 2
     if fault == "503":  # the spec lists no 503: exempt, and said so
-        assert [reason for reason, _ in emu.contract_exempted] == ["injected fault", "injected fault"]
+        assert [reason for reason, _unused in emu.contract_exempted] == ["injected fault", "injected fault"]
 
 
 def test_probabilistic_faults_are_seeded(contract: VultrContract) -> None:
@@ -513,7 +513,7 @@ def test_probabilistic_faults_are_seeded(contract: VultrContract) -> None:
             emu.inject(fault="429", path=r"^/kubernetes/versions$", probability=0.3)
             session = requests.Session()
             statuses = [
-                session.get(emu.base_url + "/kubernetes/versions", timeout=TIMEOUT).status_code for _ in range(40)
+                session.get(emu.base_url + "/kubernetes/versions", timeout=TIMEOUT).status_code for _try in range(40)
             ]
             assert_no_violations(emu)
             return statuses

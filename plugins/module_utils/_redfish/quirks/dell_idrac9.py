@@ -16,11 +16,6 @@ from typing import Any
 
 from .generic import Generic
 
-try:
-    import sushy
-except ImportError:  # pragma: no cover - guarded by session.SUSHY_IMPORT_ERROR
-    sushy = None
-
 
 class DellIdrac9(Generic):
     name = "dell_idrac9"

@@ -252,7 +252,7 @@ def test_node_checks_need_a_node() -> None:
 
 def test_dra_check_counts_and_matches_devices_per_node() -> None:
     slices = [
-        resource_slice("a", [device(0, arch="Hopper", cc="9.0.0", memory="81559Mi") for _ in range(8)]),
+        resource_slice("a", [device(0, arch="Hopper", cc="9.0.0", memory="81559Mi") for _attempt in range(8)]),
         resource_slice(
             "b",
             [device(i, arch="Hopper", cc="9.0.0", memory="81559Mi") for i in range(7)]

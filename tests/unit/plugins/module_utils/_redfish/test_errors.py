@@ -89,7 +89,7 @@ class _Response:
 def test_from_sushy_http(exc_cls: type, status: int, body: Any, typed: type, category: str) -> None:
     exc = exc_cls("POST", "https://bmc/redfish/v1/x", _Response(status, body))
     err = e.from_sushy(exc, "Doing it")
-    assert type(err) is typed
+    assert err.__class__ is typed
     assert isinstance(err, ApiError)
     assert err.category == category
     assert err.status == status

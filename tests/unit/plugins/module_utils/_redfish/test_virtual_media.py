@@ -122,7 +122,7 @@ def test_clean_insert_needs_no_recovery() -> None:
 
 def test_sys446_once_recovers_by_eject_retry() -> None:
     bmc, sleeps = FakeBmc(fail_inserts=1), []
-    media, client, _ = _media(bmc, sleeps)
+    media, client, _unused = _media(bmc, sleeps)
     assert media.insert("CD", URL) == "eject_retry"
     assert bmc.inserts == 2
     assert bmc.slots["RemovableDisk"]["inserted"] is False  # eject-all ran
@@ -142,19 +142,19 @@ def test_vrm0021_until_reset_recovers_by_bmc_reset() -> None:
 
 def test_silent_failure_is_caught_by_verification() -> None:
     bmc, sleeps = FakeBmc(silent_until_reset=True), []
-    media, _, _ = _media(bmc, sleeps)
+    media, _unused, _unused2 = _media(bmc, sleeps)
     assert media.insert("CD", URL) == "bmc_reset"
     assert bmc.resets == 1
 
 
 def test_max_recovery_limits_the_ladder() -> None:
     bmc = FakeBmc(fail_until_reset=True)
-    media, _, _ = _media(bmc, [])
+    media, _unused, _unused2 = _media(bmc, [])
     with pytest.raises(MediaError):
         media.insert("CD", URL, max_recovery="eject_retry")
     assert bmc.resets == 0
     bmc2 = FakeBmc(fail_inserts=1)
-    media2, _, _ = _media(bmc2, [])
+    media2, _unused, _unused2 = _media(bmc2, [])
     with pytest.raises(MediaError):
         media2.insert("CD", URL, max_recovery="none")
     assert bmc2.inserts == 1
@@ -162,7 +162,7 @@ def test_max_recovery_limits_the_ladder() -> None:
 
 def test_failure_after_reset_says_what_was_tried() -> None:
     bmc = FakeBmc(fail_inserts=99)
-    media, _, _ = _media(bmc, [])
+    media, _unused, _unused2 = _media(bmc, [])
     with pytest.raises(MediaError) as info:
         media.insert("CD", URL)
     assert "after eject+retry and a BMC reset" in info.value.msg
@@ -173,7 +173,7 @@ def test_failure_after_reset_says_what_was_tried() -> None:
 
 def test_unrelated_errors_do_not_climb() -> None:
     bmc = FakeBmc()
-    media, _, _ = _media(bmc, [])
+    media, _unused, _unused2 = _media(bmc, [])
 
     def boom(*_a: Any, **_k: Any) -> None:
         raise RedfishError("400 PropertyValueNotInList", category="invalid")
@@ -191,7 +191,7 @@ def test_unrelated_errors_do_not_climb() -> None:
 def test_503_counts_as_recoverable() -> None:
     assert issubclass(BmcNotReady, RedfishError)
     bmc = FakeBmc()
-    media, _, _ = _media(bmc, [])
+    media, _unused, _unused2 = _media(bmc, [])
     calls = {"n": 0}
     original = FakeSlot.insert_media
 

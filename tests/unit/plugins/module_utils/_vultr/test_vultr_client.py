@@ -98,7 +98,7 @@ def test_session_headers_and_tls() -> None:
 )
 def test_map_error(status: int, message: str, kind: type) -> None:
     error = map_error(status, message, method="GET", path="/kubernetes/clusters/x")
-    assert type(error) is kind
+    assert error.__class__ is kind
     assert "/kubernetes/clusters/x" in error.msg
 
 

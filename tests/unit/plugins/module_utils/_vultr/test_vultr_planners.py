@@ -258,7 +258,7 @@ def test_select_pools_generations_and_foreign() -> None:
     assert current["id"] == "new"
     assert [p["id"] for p in stale] == ["old"]
     assert foreign is None
-    _, _, foreign = select_pools(spec, [observed_pool(tag="someone")])
+    _unused, _unused2, foreign = select_pools(spec, [observed_pool(tag="someone")])
     assert foreign is not None
 
 
