@@ -72,7 +72,15 @@ EMULATORS: tuple[Emulator, ...] = (
             "kubeconfig": str(state_dir / "kube-lab.kubeconfig"),
             "url": f"https://{host}:{port}",
         },
-        extra_args=lambda _state_dir: ["--gpu-nodes", "2", "--gpu-product", "NVIDIA-L40S", "--dra"],
+        extra_args=lambda _state_dir: [
+            "--gpu-nodes",
+            "2",
+            "--gpu-product",
+            "NVIDIA-L40S",
+            "--dra",
+            "--operator-ready-after",
+            "5",
+        ],
         ready_files=lambda state_dir: [state_dir / "kube-lab.kubeconfig"],
     ),
     # Redfish BMC emulator: one HTTPS port, one path prefix per BMC (iDRAC8 R730, iDRAC9, generic);
