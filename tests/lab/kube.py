@@ -22,8 +22,6 @@ if __name__ == "__main__":  # import as ``lab.*``, never shadow a library with a
 
 import base64
 import contextlib
-import datetime
-import ipaddress
 import json
 import logging
 import shutil
@@ -43,6 +41,7 @@ from lab.common import LOOPBACK, emulator_arguments, free_port, serve_until_sign
 from lab.kube_api import ApiError, ApiServer, Request, Response
 from lab.kube_controllers import Controllers, Scheduler, seed_namespaces
 from lab.kube_store import Store
+from lab.tls import issue_server_certificate
 
 LOG = logging.getLogger("lab.kube")
 KUBECONFIG_NAME = "kube-lab.kubeconfig"
@@ -60,60 +59,15 @@ class RequestRecord(NamedTuple):
 
 def _make_tls(directory: Path, name: str) -> tuple[Path, Path, Path]:
     """A self-signed CA and a server certificate for 127.0.0.1/localhost, written to ``directory``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name}-lab-kube-ca")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.DNSName("localhost"),
-                    x509.DNSName("kubernetes"),
-                    x509.DNSName("kubernetes.default"),
-                    x509.IPAddress(ipaddress.ip_address(LOOPBACK)),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    tls = issue_server_certificate(
+        f"{name}-lab-kube-ca", ["kube-apiserver", "localhost", "kubernetes", "kubernetes.default", LOOPBACK]
     )
     ca_path, cert_path, key_path = (
         directory / f"kube-{name}-{part}" for part in ("ca.crt", "apiserver.crt", "apiserver.key")
     )
-    ca_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM) + ca_path.read_bytes())
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    ca_path.write_bytes(tls.ca_pem)
+    cert_path.write_bytes(tls.cert_pem + tls.ca_pem)
+    key_path.write_bytes(tls.key_pem)
     key_path.chmod(0o600)
     return ca_path, cert_path, key_path
 

@@ -40,9 +40,7 @@ if __name__ == "__main__":  # run as a script: import as ``lab.*`` (see lab.comm
 
 import base64
 import contextlib
-import datetime
 import hashlib
-import ipaddress
 import json
 import shutil
 import ssl
@@ -58,6 +56,7 @@ from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
 from lab.redfish_bmc import BmcError, BmcSpec, BmcState, Reply
 from lab.redfish_personality import DEFAULT_BMCS, LAB_PASSWORD, LAB_USERNAME
 from lab.redfish_tree import R, Tree
+from lab.tls import issue_server_certificate
 
 __all__ = ["BmcSpec", "BmcState", "RedfishLab"]
 
@@ -70,71 +69,15 @@ MIN_LISTENER_DOWNTIME = 0.5
 # ------------------------------------------------------------------------------------- TLS
 def make_tls_files(directory: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
     """Write ``ca.pem`` (a new CA), ``server.pem`` and ``server.key`` (signed by it) into ``directory``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "metalplane lab Redfish CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = [x509.DNSName("localhost")]
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0] if hosts else "localhost")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    tls = issue_server_certificate("metalplane lab Redfish CA", [*(hosts or []), "localhost"])
     directory.mkdir(parents=True, exist_ok=True)
     ca_path, cert_path, key_path = directory / "ca.pem", directory / "server.pem", directory / "server.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    cert_path.write_bytes(tls.cert_pem)
+    key_path.write_bytes(tls.key_pem)
     key_path.chmod(0o600)
     # ca.pem last: it is the "ready" file labctl waits for.
     tmp = directory / "ca.pem.tmp"
-    tmp.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    tmp.write_bytes(tls.ca_pem)
     tmp.replace(ca_path)
     return ca_path, cert_path, key_path
 
