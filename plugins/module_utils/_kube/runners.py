@@ -154,9 +154,16 @@ def gpu_specs(params: Mapping[str, Any], criteria: gpu.GpuCriteria) -> list[Watc
             )
         )
     if "dra" in criteria.checks:
-        # No fieldSelector on spec.driver: CRD stand-ins (servers without resource.k8s.io) reject
-        # it; the driver is filtered client-side.
-        specs.append(WatchSpec(key="slices", api_version=params["dra_api_version"], kind="ResourceSlice"))
+        # spec.driver is a field selector of resource.k8s.io; CRD stand-ins on servers < 1.30 (no
+        # selectableFields) reject it, so it is optional: the feed then filters client-side.
+        specs.append(
+            WatchSpec(
+                key="slices",
+                api_version=params["dra_api_version"],
+                kind="ResourceSlice",
+                optional_field_selector=f"spec.driver={criteria.dra_driver}",
+            )
+        )
     return specs
 
 

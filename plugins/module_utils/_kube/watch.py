@@ -14,6 +14,11 @@ missed); an API that is down is retried with ``Backoff`` until the one deadline 
 sets. The check runs in the caller's thread only, once every set has been listed at least once.
 A final error (401, 403, a bad selector) ends the wait at once.
 
+A set may carry an *optional* field selector (``spec.driver`` of ResourceSlices): ``KubeFeed``
+sends it, and when the server rejects it with 400 (a CRD standing in for a built-in kind on a
+server older than 1.30 has no ``selectableFields``) lists and watches without it and applies it
+client-side, so the caller sees the same objects either way.
+
 ``Feed`` is the I/O seam: ``KubeFeed`` talks to the API server, tests pass a fake.
 
 This file is PRIVATE to the collection: other collections must not import it.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import re
 import socket
 import threading
 import time
@@ -31,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import MetalplaneError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError, MetalplaneError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Clock, Deadline
 
 from .client import KindNotServed, KubeClient, TransientApiError, watch_events
@@ -43,6 +49,8 @@ OUTAGE_BACKOFF = Backoff(initial=0.2, cap=2.0, factor=2.0, jitter=0.2)
 FIRST_LOOK_TIMEOUT = 10.0
 # HTTP 410 Gone: the watch's resourceVersion is too old; only a fresh list recovers.
 GONE = 410
+# HTTP 400 Bad Request: how a server rejects a field selector it does not support.
+BAD_REQUEST = 400
 
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 State = dict[str, dict[ObjectKey, dict[str, Any]]]
@@ -58,13 +66,46 @@ class WatchSpec:
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
+    # Sent with field_selector when the server supports it, else applied client-side (see KubeFeed).
+    optional_field_selector: str | None = None
 
     def describe(self) -> str:
         text = f"{self.kind} ({self.api_version})"
         if self.namespace:
             text += f" in {self.namespace}"
-        selectors = ",".join(s for s in (self.label_selector, self.field_selector) if s)
+        selectors = ",".join(s for s in (self.label_selector, self.field_selector, self.optional_field_selector) if s)
         return f"{text} [{selectors}]" if selectors else text
+
+
+FieldRequirement = tuple[str, bool, str]  # (dotted path, equal?, value)
+_FIELD_TERM = re.compile(r"([^=!\s]+)\s*(!=|==|=)\s*(.*)")
+
+
+def parse_field_selector(text: str) -> list[FieldRequirement]:
+    """``a.b=v,c!=w`` (also ``==``) as requirements; ValueError on anything else."""
+    requirements: list[FieldRequirement] = []
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        match = _FIELD_TERM.fullmatch(term)
+        if match is None:
+            raise ValueError(f"not a field selector term: {term!r}")
+        requirements.append((match[1], match[2] != "!=", match[3]))
+    return requirements
+
+
+def field_value(obj: Mapping[str, Any], path: str) -> str:
+    """The value at a dotted path as the API server compares it ("" when absent)."""
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def matches_fields(obj: Mapping[str, Any], requirements: Iterable[FieldRequirement]) -> bool:
+    return all((field_value(obj, path) == value) == equal for path, equal, value in requirements)
 
 
 class Stream(Protocol):
@@ -309,13 +350,52 @@ class _ResponseStream:
             pass
 
 
+class _FilteredStream:
+    """A watch stream narrowed client-side: an object that does not match is reported DELETED
+    (what the server does when an object leaves a field-selected watch)."""
+
+    def __init__(self, stream: Stream, requirements: list[FieldRequirement]) -> None:
+        self._stream, self._requirements = stream, requirements
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for event in self._stream:
+            obj = event.get("object")
+            left = isinstance(obj, Mapping) and not matches_fields(obj, self._requirements)
+            if event.get("type") in ("ADDED", "MODIFIED") and left:
+                yield {**event, "type": "DELETED"}
+            else:
+                yield event
+
+    def interrupt(self) -> None:
+        self._stream.interrupt()
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 class KubeFeed:
-    """``Feed`` over a ``KubeClient``; discovery is serialised (its cache is not thread-safe)."""
+    """``Feed`` over a ``KubeClient``; discovery is serialised (its cache is not thread-safe).
+
+    A spec's ``optional_field_selector`` is sent to the server until it answers 400 (field label
+    not supported); from then on that spec is listed and watched without it and filtered here.
+    """
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self._lock = threading.Lock()
         self._resources: dict[tuple[str, str], Any] = {}
+        self.client_side: set[WatchSpec] = set()  # specs whose optional selector the server rejected
+
+    def _field_selector(self, spec: WatchSpec) -> str | None:
+        parts = [spec.field_selector]
+        if spec.optional_field_selector and spec not in self.client_side:
+            parts.append(spec.optional_field_selector)
+        return ",".join(p for p in parts if p) or None
+
+    def _client_filter(self, spec: WatchSpec) -> list[FieldRequirement] | None:
+        if spec.optional_field_selector and spec in self.client_side:
+            return parse_field_selector(spec.optional_field_selector)
+        return None
 
     def _resource(self, spec: WatchSpec) -> Any:
         with self._lock:
@@ -326,11 +406,26 @@ class KubeFeed:
             return found
 
     def list(self, spec: WatchSpec, timeout: float) -> tuple[list[dict[str, Any]], str]:
+        resource = self._resource(spec)
+        try:
+            items, resource_version = self._list(spec, resource, timeout)
+        except ApiError as exc:
+            if exc.status != BAD_REQUEST or not spec.optional_field_selector or spec in self.client_side:
+                raise
+            with self._lock:
+                self.client_side.add(spec)
+            items, resource_version = self._list(spec, resource, timeout)
+        requirements = self._client_filter(spec)
+        if requirements is not None:
+            items = [item for item in items if matches_fields(item, requirements)]
+        return items, resource_version
+
+    def _list(self, spec: WatchSpec, resource: Any, timeout: float) -> tuple[list[dict[str, Any]], str]:
         return self.client.list(
-            self._resource(spec),
+            resource,
             namespace=spec.namespace,
             label_selector=spec.label_selector,
-            field_selector=spec.field_selector,
+            field_selector=self._field_selector(spec),
             request_timeout=max(FIRST_LOOK_TIMEOUT, timeout),
         )
 
@@ -341,6 +436,8 @@ class KubeFeed:
             timeout_seconds=int(timeout),
             namespace=spec.namespace,
             label_selector=spec.label_selector,
-            field_selector=spec.field_selector,
+            field_selector=self._field_selector(spec),
         )
-        return _ResponseStream(response)
+        requirements = self._client_filter(spec)
+        stream: Stream = _ResponseStream(response)
+        return stream if requirements is None else _FilteredStream(stream, requirements)
