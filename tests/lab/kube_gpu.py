@@ -45,8 +45,23 @@ PRODUCTS: dict[str, GpuProduct] = {
     "NVIDIA-H100-80GB-HBM3": GpuProduct(
         "NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi", 81559
     ),
+    # Vultr VKE GPU plans (lab.vke_twin). [unverified] memory figures: what nvidia-smi commonly shows.
+    "NVIDIA-A16": GpuProduct("NVIDIA-A16", "NVIDIA A16", "Ampere", "8.6.0", "15356Mi", 15356),
+    "NVIDIA-A40": GpuProduct("NVIDIA-A40", "NVIDIA A40", "Ampere", "8.6.0", "46068Mi", 46068),
+    "NVIDIA-A100-80GB-PCIe": GpuProduct(
+        "NVIDIA-A100-80GB-PCIe", "NVIDIA A100 80GB PCIe", "Ampere", "8.0.0", "81920Mi", 81920
+    ),
+    "NVIDIA-B200": GpuProduct("NVIDIA-B200", "NVIDIA B200", "Blackwell", "10.0.0", "183359Mi", 183359),
 }
-ALIASES = {"V100": "Tesla-V100-PCIE-32GB", "L40S": "NVIDIA-L40S", "H100": "NVIDIA-H100-80GB-HBM3"}
+ALIASES = {
+    "V100": "Tesla-V100-PCIE-32GB",
+    "L40S": "NVIDIA-L40S",
+    "H100": "NVIDIA-H100-80GB-HBM3",
+    "A16": "NVIDIA-A16",
+    "A40": "NVIDIA-A40",
+    "A100": "NVIDIA-A100-80GB-PCIe",
+    "B200": "NVIDIA-B200",
+}
 
 
 def product(name: str) -> GpuProduct:

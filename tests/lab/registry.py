@@ -63,6 +63,8 @@ EMULATORS: tuple[Emulator, ...] = (
             "api_endpoint": f"http://{host}:{port}",
             "api_key": "lab-vultr-api-key",
         },
+        # Issue 6: each VKE cluster gets a workload Kubernetes API (lab.vke_twin).
+        extra_args=lambda _state_dir: ["--workload-clusters"],
     ),
     # Kubernetes API emulator (HTTPS + token): clients use the kubeconfig it writes (the token lives
     # only there); seeded like a small VKE L40S cluster (2 GPU nodes with DRA ResourceSlices).

@@ -192,6 +192,8 @@ class VultrEmulator:
         kubeconfig_factory: KubeconfigFactory | None = None,
         on_cluster_active: ClusterHook | None = None,
         on_cluster_deleted: ClusterHook | None = None,
+        twin: bool = False,
+        validator_ready_after: float = 60.0,
     ) -> None:
         self.api_key = api_key
         self.state = VkeState(
@@ -224,6 +226,12 @@ class VultrEmulator:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
+        # Issue 6: a workload Kubernetes API per active cluster (lab.vke_twin), off by default.
+        self.twin: Any = None
+        if twin:
+            from lab.vke_twin import VkeTwin
+
+            self.twin = VkeTwin(self, validator_ready_after=validator_ready_after)
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -239,6 +247,8 @@ class VultrEmulator:
         ]
         for thread in self._threads:
             thread.start()
+        if self.twin is not None:
+            self.twin.attach()
         return self
 
     def stop(self) -> None:
@@ -250,6 +260,8 @@ class VultrEmulator:
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads = []
+        if self.twin is not None:
+            self.twin.stop()
 
     def __enter__(self) -> VultrEmulator:
         return self.start()
@@ -680,6 +692,17 @@ def main(argv: list[str] | None = None) -> int:
         "--vpc-only-works", action="store_true", help="accept vpc_only node pools instead of failing with HTTP 500"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for ids and probabilistic faults")
+    parser.add_argument(
+        "--workload-clusters",
+        action="store_true",
+        help="run a workload Kubernetes API per active cluster (its kubeconfig is what /config returns)",
+    )
+    parser.add_argument(
+        "--validator-ready-after",
+        type=float,
+        default=60.0,
+        help="seconds (times --delay-scale) until a workload cluster's GPU operator validator is ready",
+    )
     args = parser.parse_args(argv)
     gpu_plans = [p.strip() for p in args.gpu_plans.split(",") if p.strip()] if args.gpu_plans is not None else None
     emu = VultrEmulator(
@@ -688,6 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         gpu_plans=gpu_plans,
         seed=args.seed,
         vpc_only_fails=not args.vpc_only_works,
+        twin=args.workload_clusters,
+        validator_ready_after=args.validator_ready_after,
     )
     emu.start(host=args.host, port=args.port)
     state_dir: Path | None = args.state_dir

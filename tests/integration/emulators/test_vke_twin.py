@@ -1,0 +1,159 @@
+"""The VKE twin: a workload Kubernetes API per Vultr cluster (lab.vke_twin), driven over HTTP."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+from kubernetes import client, config
+
+from lab.vke_twin import WORKLOADS, plan_gpus, workload_for
+from lab.vultr import VultrEmulator
+
+AUTH = {"Authorization": "Bearer lab-vultr-api-key"}
+TIMEOUT = 10
+L40S = "vcg-l40s-16c-180g-48vram"
+
+
+def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        else:
+            if result is not False:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError("condition never held")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def emu() -> Iterator[VultrEmulator]:
+    # delay_scale 0.02: cluster active after 0.6 s, nodes 0.4 s, validator ready 3 s after activation.
+    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=150) as emulator:
+        yield emulator
+    assert emulator.internal_errors == []
+
+
+def call(emu: VultrEmulator, method: str, path: str, body: Any = None) -> requests.Response:
+    return requests.request(method, emu.base_url + path, json=body, headers=AUTH, timeout=TIMEOUT)
+
+
+def create_cluster(emu: VultrEmulator) -> str:
+    pool = {
+        "node_quantity": 2,
+        "label": "gpu",
+        "plan": L40S,
+        "labels": {"modelplane.ai/pool": "l40s"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    }
+    body = {"label": "twin", "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
+    response = call(emu, "POST", "/kubernetes/clusters", body)
+    assert response.status_code == 201, response.text
+    return response.json()["vke_cluster"]["id"]
+
+
+def core_api(emu: VultrEmulator, cluster_id: str, tmp_path: Path) -> tuple[client.CoreV1Api, client.AppsV1Api, str]:
+    response = call(emu, "GET", f"/kubernetes/clusters/{cluster_id}/config")
+    assert response.status_code == 200
+    text = base64.b64decode(response.json()["kube_config"]).decode()
+    server = yaml.safe_load(text)["clusters"][0]["cluster"]["server"]
+    path = tmp_path / f"{cluster_id}.kubeconfig"
+    path.write_text(text)
+    api_client = config.new_client_from_config(config_file=str(path))
+    return client.CoreV1Api(api_client), client.AppsV1Api(api_client), server
+
+
+@pytest.mark.parametrize(
+    ("plan", "product", "count", "fraction"),
+    [
+        ("vcg-l40s-16c-180g-48vram", "NVIDIA-L40S", 1, 1.0),
+        ("vcg-a16-6c-64g-16vram", "NVIDIA-A16", 1, 1.0),
+        ("vcg-a40-8c-40g-16vram", "NVIDIA-A40", 1, 0.333),
+        ("vcg-a40-12c-60g-24vram", "NVIDIA-A40", 1, 0.5),
+        ("vcg-a100-96c-960g-640vram", "NVIDIA-A100-80GB-PCIe", 8, 1.0),
+        ("vcg-h100-216c-1914gb-640vram", "NVIDIA-H100-80GB-HBM3", 8, 1.0),
+    ],
+)
+def test_plan_gpus(plan: str, product: str, count: int, fraction: float) -> None:
+    gpus = plan_gpus(plan)
+    assert gpus is not None
+    assert (gpus.product, gpus.count, gpus.fraction) == (product, count, fraction)
+
+
+def test_cpu_plan_has_no_gpus() -> None:
+    assert plan_gpus("vc2-4c-8gb") is None
+
+
+def test_workload_cluster_follows_the_vke_cluster(emu: VultrEmulator, tmp_path: Path) -> None:
+    cluster_id = create_cluster(emu)
+    eventually(
+        lambda: call(emu, "GET", f"/kubernetes/clusters/{cluster_id}").json()["vke_cluster"]["status"] == "active"
+    )
+    core, apps, server = core_api(emu, cluster_id, tmp_path)
+    assert server.startswith("https://127.0.0.1:")
+    assert workload_for(server) is emu.twin.workloads[cluster_id]
+
+    cluster = call(emu, "GET", f"/kubernetes/clusters/{cluster_id}").json()["vke_cluster"]
+    pool = cluster["node_pools"][0]
+    vultr_names = {n["label"] for n in pool["nodes"]}
+
+    def nodes() -> dict[str, Any]:
+        return {n.metadata.name: n for n in core.list_node().items}
+
+    found = eventually(lambda: nodes() if set(nodes()) == vultr_names else False)
+    for node in found.values():
+        assert node.metadata.labels["modelplane.ai/pool"] == "l40s"
+        assert node.metadata.labels["nvidia.com/gpu.product"] == "NVIDIA-L40S"
+        assert node.status.allocatable["nvidia.com/gpu"] == "1"
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
+
+    # The validator is unready first (150 s x 0.02), then ready on both nodes.
+    ds = apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator")
+    assert not ds.status.number_ready
+    eventually(
+        lambda: (
+            apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator").status.desired_number_scheduled
+            == 2
+        )
+    )
+    eventually(
+        lambda: apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator").status.number_ready == 2
+    )
+
+    # Resize: 2 -> 3 -> 1 nodes.
+    assert call(emu, "PATCH", f"/kubernetes/clusters/{cluster_id}/node-pools/{pool['id']}", {"node_quantity": 3}).ok
+    eventually(lambda: len(nodes()) == 3)
+    assert call(emu, "PATCH", f"/kubernetes/clusters/{cluster_id}/node-pools/{pool['id']}", {"node_quantity": 1}).ok
+    eventually(lambda: len(nodes()) == 1)
+    remaining = call(emu, "GET", f"/kubernetes/clusters/{cluster_id}").json()["vke_cluster"]["node_pools"][0]["nodes"]
+    assert set(nodes()) == {n["label"] for n in remaining}
+
+    # A label added on the pool reaches the node.
+    added = call(
+        emu, "POST", f"/kubernetes/clusters/{cluster_id}/node-pools/{pool['id']}/labels", {"key": "tier", "value": "a"}
+    )
+    assert added.status_code == 201, added.text
+    eventually(lambda: all(n.metadata.labels.get("tier") == "a" for n in nodes().values()))
+
+    # Delete: the workload API stops.
+    assert call(emu, "DELETE", f"/kubernetes/clusters/{cluster_id}").status_code == 204
+    eventually(lambda: cluster_id not in emu.twin.workloads)
+    assert server not in WORKLOADS
+    with pytest.raises(requests.exceptions.ConnectionError):
+        requests.get(server + "/version", verify=False, timeout=2)
+
+
+def test_twin_is_off_by_default() -> None:
+    with VultrEmulator(delay_scale=0.0) as emulator:
+        assert emulator.twin is None
