@@ -1,14 +1,16 @@
 """Kubernetes integration target: the in-process emulator, or the real kube-apiserver lane.
 
 ``MP_KUBE_TARGET=real`` plus ``MP_REAL_KUBECONFIG`` (set by ``scripts/k8s-real/lane.py run``) point
-the same tests at a real Kubernetes 1.20 control plane; tests that need fault injection, the GPU
-simulators or ``resource.k8s.io`` (absent from 1.20) are marked ``emulator_only`` and skipped there.
-Seeding goes through the emulator's in-process API, or through the kubernetes client on the real
-server, behind one small ``KubeTarget`` interface.
+the same tests at a real Kubernetes 1.20 control plane; tests that need fault injection or the
+emulator's GPU simulators are marked ``emulator_only`` and skipped there. Seeding goes through the
+emulator's in-process API, or through the kubernetes client on the real server, behind one small
+``KubeTarget`` interface. ``resource.k8s.io`` (absent from 1.20) is provided on the real lane by the
+conformance suite's CRD stand-ins (``dra`` fixture), so the gpu_ready ``dra`` tests run on both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -88,6 +90,17 @@ class KubeTarget:
             body=obj, name=meta["name"], namespace=meta.get("namespace"), field_manager="tests", force_conflicts=True
         ).to_dict()
 
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete an object if it exists (cleanup)."""
+        if self.emulator is not None:
+            self.emulator.delete(api_version, kind, name, namespace)
+            return
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        resource = self.dynamic.resources.get(api_version=api_version, kind=kind)
+        with contextlib.suppress(NotFoundError):
+            resource.delete(name=name, namespace=namespace)
+
     def set_status(self, api_version: str, kind: str, name: str, status: dict[str, Any], namespace: str) -> None:
         if self.emulator is not None:
             self.emulator.set_status(api_version, kind, name, status, namespace=namespace)
@@ -142,6 +155,42 @@ def kube() -> Iterator[KubeTarget]:
     # A fresh emulator (new port) per test: no state, fault or discovery cache leaks between tests.
     with KubeEmulator(delay_scale=1.0, name="it") as api:
         yield KubeTarget(str(api.kubeconfig_path), api)
+
+
+_STAND_INS: list[str] = []  # kubeconfigs of real servers the DRA stand-ins were installed on
+
+
+def ensure_dra_api(kube: KubeTarget) -> None:
+    """Make ``resource.k8s.io/v1`` ResourceSlice/DeviceClass servable: built into the emulator, CRD
+    stand-ins on the real 1.20 lane (installed once per session; ``fieldSelector=spec.driver`` is
+    then unsupported, as on any server < 1.30)."""
+    if not kube.real or kube.kubeconfig in _STAND_INS:
+        return
+    from pathlib import Path
+
+    from integration.kube_conformance.kubeconf_support import KubeTarget as ConformanceTarget
+    from integration.kube_conformance.kubeconf_support import install_dra_stand_ins
+
+    target = ConformanceTarget("real", Path(kube.kubeconfig))
+    try:
+        install_dra_stand_ins(target)
+    finally:
+        target.close()
+    kube.dynamic.resources.invalidate_cache()
+    _STAND_INS.append(kube.kubeconfig)
+
+
+@pytest.fixture
+def dra(kube: KubeTarget, unique: str) -> Iterator[Any]:
+    """A DRA cluster written through the API (nodes + NVIDIA ResourceSlices), on either target."""
+    from dra_helpers import DraCluster
+
+    ensure_dra_api(kube)
+    cluster = DraCluster(kube, unique)
+    try:
+        yield cluster
+    finally:
+        cluster.cleanup()
 
 
 @pytest.fixture

@@ -1,5 +1,10 @@
-"""gpu_ready through ansible-playbook against the emulator's GPU simulators (emulator only:
-the real 1.20 lane has no GPU nodes, no GPU Operator and no resource.k8s.io)."""
+"""gpu_ready through ansible-playbook.
+
+The ``dra`` tests write nodes and NVIDIA ResourceSlices through the API (``dra`` fixture) and run on
+the emulator and on the real 1.20 lane (CRD stand-ins for resource.k8s.io there, whose lack of
+``fieldSelector=spec.driver`` exercises gpu_ready's client-side fallback). Tests that need the
+emulator's GPU simulators, its request log or fault injection are ``emulator_only``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,8 @@ import time
 from typing import Any
 
 import pytest
+from dra_helpers import DRA_API
 from kube_helpers import list_requests, watch_requests, when_watching
-
-pytestmark = pytest.mark.emulator_only
 
 DAEMONSETS = "/apis/apps/v1/namespaces/gpu-operator/daemonsets"
 NODES = "/api/v1/nodes"
@@ -39,6 +43,7 @@ def cpu_node(kube: Any) -> None:
     )
 
 
+@pytest.mark.emulator_only
 def test_operator_and_allocatable_ready_at_once(kube: Any, playbook: Any) -> None:
     cpu_node(kube)
     for name in ("g1", "g2"):
@@ -55,6 +60,7 @@ def test_operator_and_allocatable_ready_at_once(kube: Any, playbook: Any) -> Non
     assert result["checks"]["operator"]["ready_pods"] == result["checks"]["operator"]["desired"] > 0
 
 
+@pytest.mark.emulator_only
 def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, playbook: Any) -> None:
     kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL, device_plugin=False)
     kube.emulator.gpu.install_operator_validator(ready_after=None)
@@ -69,6 +75,7 @@ def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, playbook: Any) ->
     assert len(watch_requests(kube, DAEMONSETS)) == 1
 
 
+@pytest.mark.emulator_only
 def test_never_ready_says_which_node_lacks_what_and_the_validator_container_states(kube: Any, playbook: Any) -> None:
     kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
     kube.emulator.gpu.add_gpu_node("g2", gpus=2, labels=POOL, device_plugin=False)
@@ -87,31 +94,39 @@ def test_never_ready_says_which_node_lacks_what_and_the_validator_container_stat
     assert result["error"]["nodes"]["g2"]["missing"] == ["allocatable nvidia.com/gpu 0 < 2"]
 
 
-def test_dra_matches_the_inference_class_and_generates_one(kube: Any, playbook: Any) -> None:
-    for name in ("g1", "g2"):
-        kube.emulator.gpu.add_gpu_node(name, gpus=2, product="L40S", labels=POOL, device_plugin=False)
-        kube.emulator.gpu.publish_resource_slices(name, product="L40S", count=2)
+def test_dra_matches_the_inference_class_and_generates_one(kube: Any, dra: Any, playbook: Any) -> None:
+    g1, g2 = dra.node("g1"), dra.node("g2")
+    for name in (g1, g2):
+        dra.publish(name, "L40S", 2)
+    # Another DRA driver's slice on g1: never counted (filtered by the server or, on servers
+    # without the spec.driver field selector, by gpu_ready itself).
+    dra.publish(g1, "H100", 8, driver="gpu.example.com")
     run = playbook(
         [
-            task(kube, checks=["dra"], device_match=L40S_CLASS),
+            task(kube, checks=["dra"], device_match=L40S_CLASS, node_selector=dra.selector),
             # Round trip: the generated devices entry is itself a device_match the cluster satisfies.
             {
                 "name": "again",
                 "metalplane.inference.gpu_ready": {
                     "kubeconfig": kube.kubeconfig,
                     "checks": ["dra"],
-                    "node_selector": POOL,
+                    "node_selector": dra.pool,
                     "device_match": "{{ out.inference_class_devices[0] }}",
                     "timeout": 5,
                 },
+                "register": "again",
+                "ignore_errors": True,
             },
         ]
     )
     result = run.task("gpu")
     assert result.get("failed") is not True, result
-    assert result["nodes"]["g1"]["source"] == "dra"
-    assert result["nodes"]["g1"]["model"] == "NVIDIA L40S"
-    assert result["nodes"]["g1"]["allocatable"] == 0  # DRA does not fill allocatable
+    assert sorted(result["nodes"]) == [g1, g2]
+    node = result["nodes"][g1]
+    assert (node["source"], node["model"], node["count"], node["memory"]) == ("dra", "NVIDIA L40S", 2, "46068Mi")
+    assert node["devices"] == ["gpu-0", "gpu-1"]
+    assert node["driver_version"] == "580.126.20"
+    assert node["allocatable"] == 0  # DRA does not fill allocatable
     assert result["inference_class_devices"] == [
         {
             "name": "gpu",
@@ -127,27 +142,66 @@ def test_dra_matches_the_inference_class_and_generates_one(kube: Any, playbook: 
             "capacity": {"memory": {"value": "46068Mi"}},
         }
     ]
-    assert run.task("again").get("failed") is not True
+    again = run.task("again")
+    assert again.get("failed") is not True, again
+    assert again["ready"] is True
 
 
-def test_dra_mismatch_and_missing_slices_are_named_per_node(kube: Any, playbook: Any) -> None:
-    kube.emulator.gpu.add_gpu_node("g1", gpus=2, product="L40S", labels=POOL, device_plugin=False)
-    kube.emulator.gpu.add_gpu_node("g2", gpus=2, product="L40S", labels=POOL, device_plugin=False)
-    kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)
+def test_dra_mismatch_and_missing_slices_are_named_per_node(kube: Any, dra: Any, playbook: Any) -> None:
+    g1, g2 = dra.node("g1"), dra.node("g2")
+    dra.publish(g1, "L40S", 2)
+    dra.publish(g2, "H100", 2, driver="gpu.example.com")  # not the NVIDIA driver: g2 has no GPU slice
     hopper = {
         **L40S_CLASS,
         "attributes": {"architecture": {"string": "Hopper"}},
         "capacity": {"memory": {"value": "81559Mi"}},
     }
-    result = playbook([task(kube, checks=["dra"], device_match=hopper, timeout=1)]).task("gpu")
+    result = playbook([task(kube, checks=["dra"], device_match=hopper, node_selector=dra.selector, timeout=1)]).task(
+        "gpu"
+    )
     assert result["failed"] is True
     assert (
-        "node g1: 0 of 2 expected gpu.nvidia.com devices match device_match "
+        f"node {g1}: 0 of 2 expected gpu.nvidia.com devices match device_match "
         "(gpu-0: attribute architecture is 'Ada Lovelace', wants 'Hopper'; capacity memory is 46068Mi, below 81559Mi)"
     ) in result["msg"]
-    assert "node g2: no ResourceSlice device of driver gpu.nvidia.com" in result["msg"]
+    assert f"node {g2}: no ResourceSlice device of driver gpu.nvidia.com" in result["msg"]
+    assert result["error"]["nodes"][g1]["device_mismatches"]["gpu-1"] == [
+        "attribute architecture is 'Ada Lovelace', wants 'Hopper'",
+        "capacity memory is 46068Mi, below 81559Mi",
+    ]
 
 
+def test_dra_slices_published_while_waiting(kube: Any, dra: Any, playbook: Any) -> None:
+    g1 = dra.node("g1")
+    dra.publish(g1, "L40S", 1)  # one GPU of two so far
+    # The driver publishes a new pool generation (the old slice stays until it is cleaned up).
+    when_watching(kube, SLICES, lambda: dra.publish(g1, "L40S", 2, generation=2), fallback=8.0)
+    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, timeout=40)]).task("gpu")
+    assert result.get("failed") is not True, result
+    assert result["nodes"][g1]["count"] == 2  # only the newest generation counts
+    if not kube.real:  # the emulator's request log shows the module was already watching
+        assert result["elapsed"] >= 0.25
+
+
+def test_dra_field_selector_support_on_this_target(kube: Any, dra: Any) -> None:
+    """The premise of gpu_ready's fallback: servers < 1.30 (CRD stand-ins) reject
+    ``fieldSelector=spec.driver`` with 400, the built-in resource.k8s.io (emulator) applies it."""
+    g1 = dra.node("g1")
+    dra.publish(g1, "L40S", 1)
+    dra.publish(g1, "L40S", 1, driver="gpu.example.com")
+    selector = "spec.driver=gpu.nvidia.com"
+    if kube.real:
+        from kubernetes.dynamic.exceptions import BadRequestError
+
+        with pytest.raises(BadRequestError) as raised:
+            kube.dynamic.request("GET", SLICES, field_selector=selector)
+        assert "field label not supported" in str(raised.value)
+    else:
+        items = kube.emulator.list(DRA_API, "ResourceSlice", field_selector=selector)
+        assert {i["spec"]["driver"] for i in items} == {"gpu.nvidia.com"}
+
+
+@pytest.mark.emulator_only
 def test_dra_slices_published_after_a_dropped_watch(kube: Any, playbook: Any) -> None:
     kube.emulator.gpu.add_gpu_node("g1", gpus=2, product="L40S", labels=POOL, device_plugin=False)
     kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)  # also creates the DeviceClass
@@ -169,6 +223,7 @@ def test_dra_slices_published_after_a_dropped_watch(kube: Any, playbook: Any) ->
     assert len(list_requests(kube, SLICES)) >= 2
 
 
+@pytest.mark.emulator_only
 def test_api_down_mid_wait(kube: Any, playbook: Any) -> None:
     kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
     kube.emulator.gpu.install_operator_validator(ready_after=None)
