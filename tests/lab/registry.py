@@ -94,4 +94,11 @@ EMULATORS: tuple[Emulator, ...] = (
         ).lab_endpoint(host, port, state_dir),
         ready_files=lambda state_dir: [state_dir / "ca.pem"],
     ),
+    # Modelplane control plane (issue 6): a Kubernetes API with the Modelplane CRDs and a simulated
+    # controller (lab.modelplane); the kubeconfig is written once the CRDs are served.
+    Emulator(
+        name="modelplane",
+        endpoint=lambda _host, _port, state_dir: {"kubeconfig": str(state_dir / "modelplane.kubeconfig")},
+        ready_files=lambda state_dir: [state_dir / "modelplane.kubeconfig"],
+    ),
 )

@@ -1,0 +1,356 @@
+"""A Modelplane control-plane emulator: a Kubernetes API with the Modelplane CRDs and a simulated controller.
+
+Why: adoption (``source: Existing``) ends when the InferenceCluster reports ``Ready``,
+``ClusterReady=True/ClusterRunning``, ``BackendReady=True/BackendHealthy`` and a non-empty
+``status.gateway.address``. Real Modelplane needs Crossplane, Helm and a GPU cluster; the lab has none,
+so this controller produces those signals the way compose-inference-cluster does, from the same
+inputs: the kubeconfig Secret in ``modelplane-system`` and the referenced InferenceClasses.
+
+In-process (tests)::
+
+    from lab.modelplane import ModelplaneEmulator
+    with ModelplaneEmulator(delay_scale=0.0) as mp:
+        mp.kubeconfig_path        # control-plane kubeconfig (token inside)
+        mp.api                    # the lab.kube.KubeEmulator (create/apply/get/list)
+
+Out of process (labctl): ``python tests/lab/modelplane.py --host H --port N --state-dir DIR
+[--delay-scale F] [--backend-ready-after S]``; writes ``DIR/modelplane.kubeconfig`` once the CRDs
+are served. Behaviour and limits: ``docs/lab/twin.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":  # import as ``lab.*``, never shadow a library with a script's name
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+import base64
+import contextlib
+import hashlib
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any
+
+import yaml
+
+from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
+from lab.kube import KubeEmulator
+from lab.kube_api import ApiError
+from lab.modelplane_crds import CRDS, GROUP, VERSION
+
+Obj = dict[str, Any]
+API_VERSION = f"{GROUP}/{VERSION}"
+NAMESPACE = "modelplane-system"
+DEFAULT_TOKEN = "lab-modelplane-token"  # a well-known lab credential: the lab is loopback only
+# Crossplane puts this finalizer on every composite resource.
+FINALIZER = "composite.apiextensions.crossplane.io"
+CLUSTER_LABEL = "modelplane.ai/cluster"
+POOL_LABEL = "modelplane.ai/pool"
+TICK_SECONDS = 0.2
+KUBECONFIG_FILE = "modelplane.kubeconfig"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def gateway_address(name: str) -> str:
+    """A stable, documentation-range address for the workload gateway of InferenceCluster ``name``."""
+    return f"192.0.2.{int(_hash('gateway', name)[:4], 16) % 250 + 1}"
+
+
+class ModelplaneEmulator:
+    """A control-plane KubeEmulator with the Modelplane CRDs and a controller thread."""
+
+    def __init__(
+        self,
+        delay_scale: float = 0.0,
+        token: str = DEFAULT_TOKEN,
+        *,
+        state_dir: Path | str | None = None,
+        host: str = LOOPBACK,
+        port: int | None = None,
+        backend_ready_after: float = 30.0,
+        publish_slices: bool = True,
+    ) -> None:
+        self.delay_scale = delay_scale
+        self.backend_ready_after = backend_ready_after
+        self.publish_slices = publish_slices
+        self._tmp = None if state_dir else tempfile.mkdtemp(prefix="modelplane-lab-")
+        directory = Path(state_dir) if state_dir else Path(str(self._tmp))
+        self.api = KubeEmulator(delay_scale, token, "modelplane", state_dir=directory, host=host, port=port)
+        self.errors: list[str] = []
+        self._resolved_at: dict[str, float] = {}  # uid -> when Secret and classes first resolved
+        self._published: dict[str, set[tuple[str, str]]] = {}  # uid -> {(workload url, node)}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.api.kubeconfig_path
+
+    def start(self) -> ModelplaneEmulator:
+        self.api.start()
+        if self.api.get("v1", "Namespace", NAMESPACE) is None:
+            self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        for crd in CRDS:
+            self.api.create(crd)
+        self._wait_served()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="modelplane-controller", daemon=True)
+        self._thread.start()
+        return self
+
+    def _wait_served(self, timeout: float = 30.0) -> None:
+        """Until discovery lists every CRD's resource (0.5 s x delay_scale after creation)."""
+        deadline = time.monotonic() + timeout
+        wanted = {crd["spec"]["names"]["plural"] for crd in CRDS}
+        while True:
+            with contextlib.suppress(ApiError):
+                listed = self.api.call("GET", f"/apis/{API_VERSION}")
+                if wanted <= {r["name"] for r in listed.get("resources") or []}:
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Modelplane CRDs not served after {timeout} s")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.api.stop()
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> ModelplaneEmulator:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # ---- controller -----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.wait(TICK_SECONDS):
+            self.reconcile_all()
+
+    def reconcile_all(self) -> None:
+        try:
+            clusters = self.api.list(API_VERSION, "InferenceCluster")
+        except ApiError:
+            return
+        for cluster in clusters:
+            try:
+                self.reconcile(cluster)
+            except ApiError as exc:
+                if exc.code not in (404, 409):  # gone or changed meanwhile: next tick
+                    self.errors.append(traceback.format_exc())
+            except Exception:
+                self.errors.append(traceback.format_exc())
+
+    def reconcile(self, cluster: Obj) -> None:
+        meta = cluster["metadata"]
+        name, uid = meta["name"], meta["uid"]
+        finalizers = list(meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp"):
+            self._finalize(cluster, finalizers)
+            return
+        if FINALIZER not in finalizers:
+            self.api.patch(
+                API_VERSION, "InferenceCluster", name, {"metadata": {"finalizers": [*finalizers, FINALIZER]}}
+            )
+        spec = cluster.get("spec") or {}
+        source = (spec.get("cluster") or {}).get("source")
+        pools = spec.get("nodePools") or []
+        status: Obj = {"namespace": NAMESPACE}
+        conditions: dict[str, tuple[str, str, str]] = {"Synced": ("True", "ReconcileSuccess", "")}
+        classes = {p["className"]: self.api.get(API_VERSION, "InferenceClass", p["className"]) for p in pools}
+        missing = sorted(k for k, v in classes.items() if v is None)
+        kubeconfig = self._kubeconfig(spec) if source == "Existing" else None
+        if source != "Existing":
+            conditions["ClusterReady"] = (
+                "False",
+                "Unsupported",
+                f"the lab simulates source Existing only, not {source}",
+            )
+            conditions["BackendReady"] = ("False", "Installing", "")
+            conditions["Ready"] = ("False", "Creating", "")
+            self._resolved_at.pop(uid, None)
+        elif missing:
+            conditions["ClusterReady"] = (
+                "False",
+                "WaitingForClasses",
+                f"InferenceClass not found: {', '.join(missing)}",
+            )
+            conditions["BackendReady"] = ("False", "Installing", "")
+            conditions["Ready"] = ("False", "Creating", "")
+            self._resolved_at.pop(uid, None)
+        else:
+            secret_name = spec["cluster"]["existing"]["secretRef"]["name"]
+            status["providerConfigRef"] = {"name": f"{name}-cluster-kubeconfig-{_hash(uid)[:5]}"}
+            status["gpuPools"] = [
+                {
+                    "name": p["name"],
+                    "nodes": p.get("maxNodeCount", p.get("nodeCount", 1)),
+                    "devices": (classes[p["className"]] or {}).get("spec", {}).get("devices", []),
+                }
+                for p in pools
+            ]
+            cache = (spec["cluster"]["existing"].get("cache") or {}).get("storageClassName")
+            if cache:
+                status["cache"] = {"storageClassName": cache}
+            conditions["ClusterReady"] = ("True", "ClusterRunning", "")
+            if kubeconfig is None:
+                message = f"kubeconfig Secret {NAMESPACE}/{secret_name} (or its key) not found"
+                conditions["BackendReady"] = ("False", "Installing", message)
+                conditions["Ready"] = ("False", "Creating", message)
+                self._resolved_at.pop(uid, None)
+            else:
+                since = self._resolved_at.setdefault(uid, time.monotonic())
+                if time.monotonic() - since >= self.backend_ready_after * self.delay_scale:
+                    conditions["BackendReady"] = ("True", "BackendHealthy", "")
+                    conditions["Ready"] = ("True", "Available", "")
+                    status["gateway"] = {"address": gateway_address(name)}
+                    if self.publish_slices:
+                        self._publish(uid, kubeconfig, {p["name"] for p in pools})
+                else:
+                    conditions["BackendReady"] = ("False", "Installing", "serving stack is being installed")
+                    conditions["Ready"] = ("False", "Creating", "")
+        self._write_status(cluster, status, conditions)
+
+    def _kubeconfig(self, spec: Obj) -> Obj | None:
+        ref = ((spec.get("cluster") or {}).get("existing") or {}).get("secretRef") or {}
+        if not ref.get("name"):
+            return None
+        secret = self.api.get("v1", "Secret", ref["name"], NAMESPACE)
+        data = ((secret or {}).get("data") or {}).get(ref.get("key", "kubeconfig"))
+        if not data:
+            return None
+        try:
+            parsed = yaml.safe_load(base64.b64decode(data))
+        except (ValueError, yaml.YAMLError):
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+    def _write_status(self, cluster: Obj, status: Obj, conditions: dict[str, tuple[str, str, str]]) -> None:
+        old = cluster.get("status") or {}
+        previous = {c.get("type"): c for c in old.get("conditions") or []}
+        generation = cluster["metadata"].get("generation", 1)
+        rendered = []
+        for kind, (state, reason, message) in conditions.items():
+            before = previous.get(kind) or {}
+            same = before.get("status") == state
+            entry = {
+                "type": kind,
+                "status": state,
+                "reason": reason,
+                "lastTransitionTime": before.get("lastTransitionTime", _now()) if same else _now(),
+                "observedGeneration": generation,
+            }
+            if message:
+                entry["message"] = message
+            rendered.append(entry)
+        status["conditions"] = rendered
+        if status != old:
+            self.api.set_status(API_VERSION, "InferenceCluster", cluster["metadata"]["name"], status, replace=True)
+
+    # ---- DRA ResourceSlices in the workload cluster (in-process twins only) ----------------------
+
+    def _publish(self, uid: str, kubeconfig: Obj, pool_names: set[str]) -> None:
+        from lab.vke_twin import workload_for
+
+        servers = [c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []]
+        workload = next((w for w in map(workload_for, servers) if w is not None), None)
+        if workload is None:  # not an in-process twin: nothing this process can reach
+            return
+        done = self._published.setdefault(uid, set())
+        for node in workload.list("v1", "Node", label_selector="nvidia.com/gpu.present=true"):
+            labels = node["metadata"].get("labels") or {}
+            node_name = node["metadata"]["name"]
+            if labels.get(POOL_LABEL) not in pool_names:
+                continue
+            if (workload.url, node_name) in done and workload.list(
+                "resource.k8s.io/v1", "ResourceSlice", field_selector=f"spec.nodeName={node_name}"
+            ):
+                continue
+            memory = f"{labels['nvidia.com/gpu.memory']}Mi" if labels.get("nvidia.com/gpu.memory") else None
+            workload.gpu.publish_resource_slices(
+                node_name,
+                product=labels.get("nvidia.com/gpu.product", "NVIDIA-L40S"),
+                count=int(labels.get("nvidia.com/gpu.count", "1")),
+                memory=memory,
+            )
+            done.add((workload.url, node_name))
+
+    def _unpublish(self, uid: str) -> None:
+        from lab.vke_twin import workload_for
+
+        for url, node_name in self._published.pop(uid, set()):
+            workload = workload_for(url)
+            if workload is None:
+                continue
+            with contextlib.suppress(ApiError):
+                for item in workload.list(
+                    "resource.k8s.io/v1", "ResourceSlice", field_selector=f"spec.nodeName={node_name}"
+                ):
+                    workload.delete("resource.k8s.io/v1", "ResourceSlice", item["metadata"]["name"])
+
+    def _finalize(self, cluster: Obj, finalizers: list[str]) -> None:
+        """Deletion: held while a ModelReplica is pinned (the ClusterUsage guard), then clean up."""
+        name, uid = cluster["metadata"]["name"], cluster["metadata"]["uid"]
+        if FINALIZER not in finalizers:
+            return
+        if self.api.list(API_VERSION, "ModelReplica", label_selector=f"{CLUSTER_LABEL}={name}"):
+            return
+        self._unpublish(uid)
+        self._resolved_at.pop(uid, None)
+        remaining = [f for f in finalizers if f != FINALIZER]
+        self.api.patch(API_VERSION, "InferenceCluster", name, {"metadata": {"finalizers": remaining or None}})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = emulator_arguments("Modelplane control-plane emulator (metalplane lab)")
+    parser.add_argument("--token", default=DEFAULT_TOKEN, help="bearer token clients must send")
+    parser.add_argument(
+        "--backend-ready-after",
+        type=float,
+        default=30.0,
+        help="seconds (times --delay-scale) from Secret and classes resolving to BackendHealthy",
+    )
+    args = parser.parse_args(argv)
+    state_dir: Path = args.state_dir or Path(tempfile.mkdtemp(prefix="modelplane-lab-"))
+    published = state_dir / KUBECONFIG_FILE
+    published.unlink(missing_ok=True)
+    emulator = ModelplaneEmulator(
+        args.delay_scale,
+        args.token,
+        state_dir=state_dir / "modelplane",
+        host=args.host,
+        port=args.port,
+        backend_ready_after=args.backend_ready_after,
+    )
+    emulator.start()
+    tmp = published.with_suffix(".tmp")
+    tmp.write_bytes(emulator.kubeconfig_path.read_bytes())
+    tmp.chmod(0o600)
+    tmp.replace(published)  # the ready file: written once the CRDs are served
+    serve_until_signalled(emulator.stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
