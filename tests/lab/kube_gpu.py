@@ -72,6 +72,78 @@ def product(name: str) -> GpuProduct:
     raise ValueError(f"unknown GPU product {name!r}; known: {sorted(PRODUCTS)} or {sorted(ALIASES)}")
 
 
+def device_class() -> Obj:
+    """The DeviceClass ``gpu.nvidia.com`` the NVIDIA DRA driver's chart installs."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRA_DRIVER},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": f"device.driver == '{DRA_DRIVER}' && "
+                        f"device.attributes['{DRA_DRIVER}'].type == 'gpu'"
+                    }
+                }
+            ],
+            "extendedResourceName": "nvidia.com/gpu",
+        },
+    }
+
+
+def resource_slice(
+    node: str,
+    node_uid: str | None,
+    product_name: str,
+    count: int,
+    memory: str | None = None,
+    *,
+    driver_version: str = DEFAULT_DRIVER_VERSION,
+    pool_generation: int = 1,
+) -> Obj:
+    """One ``resource.k8s.io/v1`` ResourceSlice of driver ``gpu.nvidia.com`` for ``node`` (owned by the
+    Node when ``node_uid`` is known), as the NVIDIA DRA kubelet plugin publishes it."""
+    info = product(product_name)
+    devices = []
+    for index in range(count):
+        gpu_uuid = "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_OID, f"{node}/{index}"))
+        devices.append(
+            {
+                "name": f"gpu-{index}",
+                "attributes": {
+                    "type": {"string": "gpu"},
+                    "uuid": {"string": gpu_uuid},
+                    "productName": {"string": info.product_name},
+                    "brand": {"string": "Tesla" if info.architecture == "Volta" else "Nvidia"},
+                    "architecture": {"string": info.architecture},
+                    "cudaComputeCapability": {"version": info.compute_capability},
+                    "driverVersion": {"version": driver_version},
+                    "cudaDriverVersion": {"version": "13.0.0"},
+                    "resource.kubernetes.io/pciBusID": {"string": f"0000:{index + 4:02x}:00.0"},
+                    "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
+                },
+                "capacity": {"memory": {"value": memory or info.memory}},
+            }
+        )
+    metadata: Obj = {"generateName": f"{node}-{DRA_DRIVER}-"}
+    if node_uid is not None:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}
+        ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": metadata,
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": pool_generation, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
 class GpuSimulator:
     """``api.gpu``: seeds GPU nodes, the operator validator and DRA ResourceSlices."""
 
@@ -363,24 +435,7 @@ class GpuSimulator:
         existing = self.emulator.get("resource.k8s.io/v1", "DeviceClass", DRA_DRIVER)
         if existing is not None:
             return existing
-        return self.emulator.create(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": DRA_DRIVER},
-                "spec": {
-                    "selectors": [
-                        {
-                            "cel": {
-                                "expression": f"device.driver == '{DRA_DRIVER}' && "
-                                f"device.attributes['{DRA_DRIVER}'].type == 'gpu'"
-                            }
-                        }
-                    ],
-                    "extendedResourceName": "nvidia.com/gpu",
-                },
-            }
-        )
+        return self.emulator.create(device_class())
 
     def publish_resource_slices(
         self,
@@ -394,57 +449,22 @@ class GpuSimulator:
     ) -> list[Obj]:
         """One ResourceSlice of driver ``gpu.nvidia.com`` for ``node`` with ``count`` GPUs (default: the
         node's ``nvidia.com/gpu.count`` label, else 1), as the NVIDIA DRA kubelet plugin publishes it."""
-        info = globals()["product"](product)
-        self.ensure_device_class()
         node_obj = self.emulator.get("v1", "Node", node)
         if count is None:
             count = int(((node_obj or {}).get("metadata", {}).get("labels") or {}).get("nvidia.com/gpu.count", 1))
-        devices = []
-        for index in range(count):
-            gpu_uuid = "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_OID, f"{node}/{index}"))
-            devices.append(
-                {
-                    "name": f"gpu-{index}",
-                    "attributes": {
-                        "type": {"string": "gpu"},
-                        "uuid": {"string": gpu_uuid},
-                        "productName": {"string": info.product_name},
-                        "brand": {"string": "Tesla" if info.architecture == "Volta" else "Nvidia"},
-                        "architecture": {"string": info.architecture},
-                        "cudaComputeCapability": {"version": info.compute_capability},
-                        "driverVersion": {"version": driver_version},
-                        "cudaDriverVersion": {"version": "13.0.0"},
-                        "resource.kubernetes.io/pciBusID": {"string": f"0000:{index + 4:02x}:00.0"},
-                        "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
-                    },
-                    "capacity": {"memory": {"value": memory or info.memory}},
-                }
-            )
-        metadata: Obj = {"generateName": f"{node}-{DRA_DRIVER}-"}
-        if node_obj is not None:
-            metadata["ownerReferences"] = [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "name": node,
-                    "uid": node_obj["metadata"]["uid"],
-                    "controller": True,
-                }
-            ]
+        slice_obj = resource_slice(  # raises ValueError on an unknown product, before any write
+            node,
+            None if node_obj is None else node_obj["metadata"]["uid"],
+            product,
+            count,
+            memory,
+            driver_version=driver_version,
+            pool_generation=pool_generation,
+        )
+        self.ensure_device_class()
         for old in self.emulator.list(
             "resource.k8s.io/v1", "ResourceSlice", field_selector=f"spec.driver={DRA_DRIVER},spec.nodeName={node}"
         ):
             with contextlib.suppress(ApiError):
                 self.emulator.delete("resource.k8s.io/v1", "ResourceSlice", old["metadata"]["name"])
-        slice_obj = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": metadata,
-            "spec": {
-                "driver": DRA_DRIVER,
-                "nodeName": node,
-                "pool": {"name": node, "generation": pool_generation, "resourceSliceCount": 1},
-                "devices": devices,
-            },
-        }
         return [self.emulator.create(slice_obj)]

@@ -29,18 +29,24 @@ if __name__ == "__main__":  # import as ``lab.*``, never shadow a library with a
 import base64
 import contextlib
 import hashlib
+import json
 import shutil
+import ssl
 import tempfile
 import threading
 import time
 import traceback
+import urllib.error
+import urllib.request
 from typing import Any
+from urllib.parse import urlencode
 
 import yaml
 
 from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
 from lab.kube import KubeEmulator
 from lab.kube_api import ApiError
+from lab.kube_gpu import DRA_DRIVER, device_class, resource_slice
 from lab.modelplane_crds import CRDS, GROUP, VERSION
 
 Obj = dict[str, Any]
@@ -66,6 +72,66 @@ def _hash(*parts: str) -> str:
 def gateway_address(name: str) -> str:
     """A stable, documentation-range address for the workload gateway of InferenceCluster ``name``."""
     return f"192.0.2.{int(_hash('gateway', name)[:4], 16) % 250 + 1}"
+
+
+class WorkloadClient:
+    """A minimal Kubernetes client for the workload cluster an adopted kubeconfig names (token auth)."""
+
+    def __init__(self, server: str, token: str, context: ssl.SSLContext) -> None:
+        self.server = server.rstrip("/")
+        self.token = token
+        self.context = context
+
+    @classmethod
+    def from_kubeconfig(cls, config: Obj) -> WorkloadClient | None:
+        contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or []}
+        context = contexts.get(config.get("current-context")) or next(iter(contexts.values()), {})
+        clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or []}
+        users = {u.get("name"): u.get("user") or {} for u in config.get("users") or []}
+        cluster, user = clusters.get(context.get("cluster")), users.get(context.get("user"))
+        if not cluster or not user or not cluster.get("server") or not user.get("token"):
+            return None  # client certificates / exec plugins: not simulated
+        tls = ssl.create_default_context()
+        if cluster.get("insecure-skip-tls-verify"):
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+        elif cluster.get("certificate-authority-data"):
+            tls.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        if cluster.get("tls-server-name"):
+            tls.check_hostname = False  # the lab certificates name 127.0.0.1/localhost only
+        return cls(cluster["server"], user["token"], tls)
+
+    def _request(self, method: str, path: str, body: Obj | None = None, query: dict[str, str] | None = None) -> Obj:
+        url = self.server + path + (f"?{urlencode(query)}" if query else "")
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=5, context=self.context) as response:
+            return json.loads(response.read() or b"{}")
+
+    def get(self, path: str, query: dict[str, str] | None = None) -> Obj:
+        return self._request("GET", path, query=query)
+
+    def slices(self, node: str) -> list[Obj]:
+        query = {"fieldSelector": f"spec.driver={DRA_DRIVER},spec.nodeName={node}"}
+        return self.get("/apis/resource.k8s.io/v1/resourceslices", query)["items"]
+
+    def create(self, path: str, body: Obj) -> None:
+        try:
+            self._request("POST", path, body)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # AlreadyExists is fine (DeviceClass)
+                raise
+
+    def delete(self, path: str) -> None:
+        try:
+            self._request("DELETE", path)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
 
 
 class ModelplaneEmulator:
@@ -268,46 +334,49 @@ class ModelplaneEmulator:
         if status != old:
             self.api.set_status(API_VERSION, "InferenceCluster", cluster["metadata"]["name"], status, replace=True)
 
-    # ---- DRA ResourceSlices in the workload cluster (in-process twins only) ----------------------
+    # ---- DRA ResourceSlices in the workload cluster ------------------------------------------------
 
     def _publish(self, uid: str, kubeconfig: Obj, pool_names: set[str]) -> None:
-        from lab.vke_twin import workload_for
-
-        servers = [c.get("cluster", {}).get("server", "") for c in kubeconfig.get("clusters") or []]
-        workload = next((w for w in map(workload_for, servers) if w is not None), None)
-        if workload is None:  # not an in-process twin: nothing this process can reach
+        """What the NVIDIA DRA driver (installed by the ServingStack) does: one ResourceSlice per GPU
+        node of the cluster's pools, written through the adopted kubeconfig (HTTPS + token)."""
+        workload = WorkloadClient.from_kubeconfig(kubeconfig)
+        if workload is None:
+            return
+        try:
+            nodes = workload.get("/api/v1/nodes", {"labelSelector": "nvidia.com/gpu.present=true"})["items"]
+        except OSError:  # unreachable (e.g. the Secret names an address this host cannot reach): retry later
             return
         done = self._published.setdefault(uid, set())
-        for node in workload.list("v1", "Node", label_selector="nvidia.com/gpu.present=true"):
+        for node in nodes:
             labels = node["metadata"].get("labels") or {}
             node_name = node["metadata"]["name"]
-            if labels.get(POOL_LABEL) not in pool_names:
+            if labels.get(POOL_LABEL) not in pool_names or (workload.server, node_name) in done:
                 continue
-            if (workload.url, node_name) in done and workload.list(
-                "resource.k8s.io/v1", "ResourceSlice", field_selector=f"spec.nodeName={node_name}"
-            ):
-                continue
-            memory = f"{labels['nvidia.com/gpu.memory']}Mi" if labels.get("nvidia.com/gpu.memory") else None
-            workload.gpu.publish_resource_slices(
+            memory = f"{labels['nvidia.com/gpu.memory']}Mi" if "lab.metalplane.io/gpu-fraction" in labels else None
+            body = resource_slice(
                 node_name,
-                product=labels.get("nvidia.com/gpu.product", "NVIDIA-L40S"),
-                count=int(labels.get("nvidia.com/gpu.count", "1")),
-                memory=memory,
+                node["metadata"]["uid"],
+                labels.get("nvidia.com/gpu.product", "NVIDIA-L40S"),
+                int(labels.get("nvidia.com/gpu.count", "1")),
+                memory,
             )
-            done.add((workload.url, node_name))
+            workload.create("/apis/resource.k8s.io/v1/deviceclasses", device_class())
+            for old in workload.slices(node_name):
+                workload.delete(f"/apis/resource.k8s.io/v1/resourceslices/{old['metadata']['name']}")
+            workload.create("/apis/resource.k8s.io/v1/resourceslices", body)
+            done.add((workload.server, node_name))
 
-    def _unpublish(self, uid: str) -> None:
-        from lab.vke_twin import workload_for
-
-        for url, node_name in self._published.pop(uid, set()):
-            workload = workload_for(url)
-            if workload is None:
+    def _unpublish(self, uid: str, kubeconfig: Obj | None) -> None:
+        published = self._published.pop(uid, set())
+        workload = WorkloadClient.from_kubeconfig(kubeconfig) if kubeconfig else None
+        if workload is None:
+            return
+        for server, node_name in published:
+            if server != workload.server:
                 continue
-            with contextlib.suppress(ApiError):
-                for item in workload.list(
-                    "resource.k8s.io/v1", "ResourceSlice", field_selector=f"spec.nodeName={node_name}"
-                ):
-                    workload.delete("resource.k8s.io/v1", "ResourceSlice", item["metadata"]["name"])
+            with contextlib.suppress(OSError):
+                for old in workload.slices(node_name):
+                    workload.delete(f"/apis/resource.k8s.io/v1/resourceslices/{old['metadata']['name']}")
 
     def _finalize(self, cluster: Obj, finalizers: list[str]) -> None:
         """Deletion: held while a ModelReplica is pinned (the ClusterUsage guard), then clean up."""
@@ -316,7 +385,7 @@ class ModelplaneEmulator:
             return
         if self.api.list(API_VERSION, "ModelReplica", label_selector=f"{CLUSTER_LABEL}={name}"):
             return
-        self._unpublish(uid)
+        self._unpublish(uid, self._kubeconfig(cluster.get("spec") or {}))
         self._resolved_at.pop(uid, None)
         remaining = [f for f in finalizers if f != FINALIZER]
         self.api.patch(API_VERSION, "InferenceCluster", name, {"metadata": {"finalizers": remaining or None}})
