@@ -62,7 +62,7 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
             if time.monotonic() > deadline:
                 raise
         else:
-            if result is not False and result is not None:
+            if result:  # a truthy value ends the wait (empty lists keep waiting)
                 return result
             if time.monotonic() > deadline:
                 raise AssertionError("condition never held")
@@ -153,14 +153,24 @@ def test_adoption_sets_conditions_and_publishes_slices(
             "plan": "vcg-l40s-16c-180g-48vram",
             "labels": {"modelplane.ai/pool": "l40s"},
         }
-        body = {"label": "mp", "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
+        # A second pool outside the InferenceCluster: its node must get no ResourceSlice.
+        other = {
+            "node_quantity": 1,
+            "label": "a40",
+            "plan": "vcg-a40-8c-40g-16vram",
+            "labels": {"modelplane.ai/pool": "x"},
+        }
+        body = {"label": "mp", "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool, other]}
         created = requests.post(vultr.base_url + "/kubernetes/clusters", json=body, headers=AUTH, timeout=10)
         vke = created.json()["vke_cluster"]["id"]
         reply = requests.get(f"{vultr.base_url}/kubernetes/clusters/{vke}/config", headers=AUTH, timeout=10)
         kubeconfig = base64.b64decode(reply.json()["kube_config"]).decode()
         workload = workload_for(yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"])
         assert workload is not None
-        eventually(lambda: len(workload.list("v1", "Node")) == 2)
+        eventually(lambda: len(workload.list("v1", "Node")) == 3)
+        l40s_nodes = {
+            n["metadata"]["name"] for n in workload.list("v1", "Node", label_selector="modelplane.ai/pool=l40s")
+        }
 
         # 1. The class is missing: ClusterReady=False/WaitingForClasses.
         ics.create(
@@ -192,7 +202,7 @@ def test_adoption_sets_conditions_and_publishes_slices(
 
         # DRA ResourceSlices appear in the workload cluster, one per GPU node, with L40S capacity.
         slices = eventually(lambda: (s := workload.list("resource.k8s.io/v1", "ResourceSlice")) and len(s) == 2 and s)
-        assert {s["spec"]["nodeName"] for s in slices} == {n["metadata"]["name"] for n in workload.list("v1", "Node")}
+        assert {s["spec"]["nodeName"] for s in slices} == l40s_nodes
         assert slices[0]["spec"]["devices"][0]["capacity"]["memory"]["value"] == "46068Mi"
 
         # 4. A pinned ModelReplica holds the deletion (the ClusterUsage guard), foreground deletion then completes.
@@ -231,3 +241,37 @@ def test_labctl_entry_writes_the_kubeconfig(tmp_path: Path) -> None:
     endpoint = entry.endpoint("127.0.0.1", 1, tmp_path)
     assert endpoint["kubeconfig"] == str(tmp_path / "modelplane.kubeconfig")
     assert entry.ready_files(tmp_path) == [tmp_path / "modelplane.kubeconfig"]
+
+
+def test_fractional_gpu_slice_reports_the_plan_vram(mp: ModelplaneEmulator, dyn: dynamic.DynamicClient) -> None:
+    ics = dyn.resources.get(api_version=MP, kind="InferenceCluster")
+    a40_class = {**L40S_CLASS, "metadata": {"name": "a40-16g"}}
+    mp.api.create(a40_class)
+    with VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr:
+        pool = {
+            "node_quantity": 1,
+            "label": "a40",
+            "plan": "vcg-a40-8c-40g-16vram",
+            "labels": {"modelplane.ai/pool": "a40"},
+        }
+        body = {"label": "frac", "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
+        vke = requests.post(vultr.base_url + "/kubernetes/clusters", json=body, headers=AUTH, timeout=10).json()
+        reply = requests.get(
+            f"{vultr.base_url}/kubernetes/clusters/{vke['vke_cluster']['id']}/config", headers=AUTH, timeout=10
+        )
+        kubeconfig = base64.b64decode(reply.json()["kube_config"]).decode()
+        workload = workload_for(yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"])
+        assert workload is not None
+        mp.api.create(kubeconfig_secret("frac-kubeconfig", kubeconfig, cluster="frac"))
+        ics.create(
+            body=inference_cluster(
+                "frac", secret_name="frac-kubeconfig", node_pools=[{"name": "a40", "className": "a40-16g"}]
+            )
+        )
+        slices = eventually(lambda: workload.list("resource.k8s.io/v1", "ResourceSlice"))
+        (device,) = slices[0]["spec"]["devices"]
+        assert device["attributes"]["productName"] == {"string": "NVIDIA A40"}
+        assert device["capacity"]["memory"] == {"value": "16384Mi"}  # a 16 GB vGPU slice, not the whole A40
+        ics.delete(name="frac")
+        eventually(lambda: mp.api.get(MP, "InferenceCluster", "frac") is None)
+    mp.api.delete(MP, "InferenceClass", "a40-16g")
