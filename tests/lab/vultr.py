@@ -16,8 +16,10 @@ In-process (tests)::
         emu.inject(method="POST", path=r"/kubernetes/clusters$", fault="lost_response")
 
 Out of process (labctl): ``python tests/lab/vultr.py --host 127.0.0.1 --port N [--delay-scale F]
-[--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works] [--seed S]``; control it
-through ``/lab/faults`` and ``/lab/requests`` (loopback only, no auth).
+[--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works] [--seed S] [--workload-clusters
+[--validator-ready-after S]]``; control it through ``/lab/faults`` and ``/lab/requests`` (loopback
+only, no auth). ``--workload-clusters`` (``twin=True``) runs a workload Kubernetes API per cluster
+(``lab.vke_twin``, ``docs/lab/twin.md``).
 """
 
 from __future__ import annotations
