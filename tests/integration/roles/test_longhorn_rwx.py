@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lab.kube import KubeEmulator
 
 REPO = Path(__file__).resolve().parents[3]
@@ -150,11 +151,13 @@ def test_longhorn_rwx_lifecycle(
     assert installer is not None
     pod = installer["spec"]["template"]["spec"]
     assert GPU_TOLERATION in pod["tolerations"]
-    assert pod["hostPID"] is True and pod["hostNetwork"] is True
+    assert pod["hostPID"] is True
+    assert pod["hostNetwork"] is True
     init = pod["initContainers"][0]
     assert init["securityContext"]["privileged"] is True
     assert init["command"][:3] == ["nsenter", "--mount=/proc/1/ns/mnt", "--"]
-    assert "nfs-common" in init["command"][-1] and "open-iscsi" in init["command"][-1]
+    assert "nfs-common" in init["command"][-1]
+    assert "open-iscsi" in init["command"][-1]
     assert installer["status"]["desiredNumberScheduled"] == 3
 
     # Manager, driver deployer, UI tolerate the GPU taint; the manager is scheduled on every node.
