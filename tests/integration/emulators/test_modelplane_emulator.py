@@ -275,3 +275,87 @@ def test_fractional_gpu_slice_reports_the_plan_vram(mp: ModelplaneEmulator, dyn:
         ics.delete(name="frac")
         eventually(lambda: mp.api.get(MP, "InferenceCluster", "frac") is None)
     mp.api.delete(MP, "InferenceClass", "a40-16g")
+
+
+def _wait_port(port: int, timeout: float = 20.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing listens on {port}")
+        time.sleep(0.1)
+
+
+def test_out_of_process_lab_publishes_slices_across_processes(tmp_path: Path) -> None:
+    """As labctl runs them: two processes; the controller reaches the twin only through the kubeconfig."""
+    import subprocess
+    import sys
+
+    from lab.common import free_port
+    from lab.registry import LAB_DIR
+
+    vultr_port, mp_port = free_port(), free_port()
+    common = ["--host", "127.0.0.1", "--delay-scale", "0", "--state-dir", str(tmp_path)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(LAB_DIR / "vultr.py"), "--port", str(vultr_port), *common, "--workload-clusters"]
+        ),
+        subprocess.Popen([sys.executable, str(LAB_DIR / "modelplane.py"), "--port", str(mp_port), *common]),
+    ]
+    try:
+        _wait_port(vultr_port)
+        published = tmp_path / "modelplane.kubeconfig"
+        eventually(published.is_file, timeout=20)
+        base = f"http://127.0.0.1:{vultr_port}/v2"
+        pool = {
+            "node_quantity": 1,
+            "label": "gpu",
+            "plan": "vcg-l40s-16c-180g-48vram",
+            "labels": {"modelplane.ai/pool": "l40s"},
+        }
+        body = {"label": "xp", "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
+        vke = requests.post(base + "/kubernetes/clusters", json=body, headers=AUTH, timeout=10).json()["vke_cluster"][
+            "id"
+        ]
+        eventually(
+            lambda: (
+                requests.get(f"{base}/kubernetes/clusters/{vke}", headers=AUTH, timeout=10).json()["vke_cluster"][
+                    "status"
+                ]
+                == "active"
+            )
+        )
+        reply = requests.get(f"{base}/kubernetes/clusters/{vke}/config", headers=AUTH, timeout=10)
+        kubeconfig = base64.b64decode(reply.json()["kube_config"]).decode()
+        (tmp_path / "workload.kubeconfig").write_text(kubeconfig)
+
+        control = dynamic.DynamicClient(config.new_client_from_config(config_file=str(published)))
+        client.CoreV1Api(control.client).create_namespaced_secret(
+            "modelplane-system", kubeconfig_secret("xp-kubeconfig", kubeconfig, cluster="xp")
+        )
+        control.resources.get(api_version=MP, kind="InferenceClass").create(body=L40S_CLASS)
+        ics = control.resources.get(api_version=MP, kind="InferenceCluster")
+        ics.create(
+            body=inference_cluster(
+                "xp", secret_name="xp-kubeconfig", node_pools=[{"name": "l40s", "className": "l40s-1x"}]
+            )
+        )
+        eventually(lambda: unmet(ics.get(name="xp").to_dict()) == [], timeout=20)
+
+        workload = client.CustomObjectsApi(
+            config.new_client_from_config(config_file=str(tmp_path / "workload.kubeconfig"))
+        )
+        slices = eventually(
+            lambda: workload.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"], timeout=20
+        )
+        assert len(slices) == 1
+        assert slices[0]["spec"]["devices"][0]["attributes"]["productName"] == {"string": "NVIDIA L40S"}
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            assert proc.wait(timeout=20) == 0
