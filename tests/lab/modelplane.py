@@ -58,6 +58,8 @@ FINALIZER = "composite.apiextensions.crossplane.io"
 CLUSTER_LABEL = "modelplane.ai/cluster"
 POOL_LABEL = "modelplane.ai/pool"
 TICK_SECONDS = 0.2
+# How often a Ready cluster's workload nodes are re-listed for new GPU nodes (HTTPS, so not every tick).
+SLICE_SYNC_SECONDS = 2.0
 KUBECONFIG_FILE = "modelplane.kubeconfig"
 
 
@@ -157,6 +159,7 @@ class ModelplaneEmulator:
         self.errors: list[str] = []
         self._resolved_at: dict[str, float] = {}  # uid -> when Secret and classes first resolved
         self._published: dict[str, set[tuple[str, str]]] = {}  # uid -> {(workload url, node)}
+        self._slices_synced: dict[str, float] = {}  # uid -> when the workload nodes were last listed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -339,6 +342,10 @@ class ModelplaneEmulator:
     def _publish(self, uid: str, kubeconfig: Obj, pool_names: set[str]) -> None:
         """What the NVIDIA DRA driver (installed by the ServingStack) does: one ResourceSlice per GPU
         node of the cluster's pools, written through the adopted kubeconfig (HTTPS + token)."""
+        now = time.monotonic()
+        if now - self._slices_synced.get(uid, -SLICE_SYNC_SECONDS) < SLICE_SYNC_SECONDS:
+            return
+        self._slices_synced[uid] = now
         workload = WorkloadClient.from_kubeconfig(kubeconfig)
         if workload is None:
             return
@@ -368,6 +375,7 @@ class ModelplaneEmulator:
 
     def _unpublish(self, uid: str, kubeconfig: Obj | None) -> None:
         published = self._published.pop(uid, set())
+        self._slices_synced.pop(uid, None)
         workload = WorkloadClient.from_kubeconfig(kubeconfig) if kubeconfig else None
         if workload is None:
             return
