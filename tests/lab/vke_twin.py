@@ -7,7 +7,7 @@ from the ``vcg-*`` plan), with a GPU Operator validator DaemonSet that becomes r
 
 Wiring (``VultrEmulator(twin=True)`` or ``--workload-clusters`` does this)::
 
-    twin = VkeTwin(emu, validator_ready_after=60)
+    twin = VkeTwin(emu, validator_ready_after=60)   # None: unready until api.gpu.validator_ready()
     twin.attach()       # sets emu.kubeconfig_factory / on_cluster_active / on_cluster_deleted
     ...
     twin.stop()         # stops every workload API
@@ -94,7 +94,7 @@ def workload_for(server_url: str) -> KubeEmulator | None:
 class VkeTwin:
     """Starts, feeds and stops one workload KubeEmulator per active VKE cluster of ``emu``."""
 
-    def __init__(self, emu: VultrEmulator, *, validator_ready_after: float = 60.0) -> None:
+    def __init__(self, emu: VultrEmulator, *, validator_ready_after: float | None = 60.0) -> None:
         self.emu = emu
         self.delay_scale = emu.state.delay_scale
         self.validator_ready_after = validator_ready_after

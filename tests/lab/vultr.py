@@ -195,7 +195,7 @@ class VultrEmulator:
         on_cluster_active: ClusterHook | None = None,
         on_cluster_deleted: ClusterHook | None = None,
         twin: bool = False,
-        validator_ready_after: float = 60.0,
+        validator_ready_after: float | None = 60.0,
     ) -> None:
         self.api_key = api_key
         self.state = VkeState(

@@ -39,8 +39,8 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 @pytest.fixture
 def emu() -> Iterator[VultrEmulator]:
-    # delay_scale 0.02: cluster active after 0.6 s, nodes 0.4 s, validator ready 3 s after activation.
-    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=150) as emulator:
+    # delay_scale 0.02: cluster active after 0.6 s, nodes 0.4 s; the validator waits for validator_ready().
+    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=None) as emulator:
         yield emulator
     assert emulator.internal_errors == []
 
@@ -118,9 +118,10 @@ def test_workload_cluster_follows_the_vke_cluster(emu: VultrEmulator, tmp_path: 
         assert node.status.allocatable["nvidia.com/gpu"] == "1"
         assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
 
-    # The validator is unready first (150 s x 0.02), then ready on both nodes.
+    # The validator is unready until validation finishes, then ready on both nodes.
     ds = apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator")
     assert not ds.status.number_ready
+    emu.twin.workloads[cluster_id].gpu.validator_ready()
     eventually(
         lambda: (
             apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator").status.desired_number_scheduled
@@ -157,3 +158,27 @@ def test_workload_cluster_follows_the_vke_cluster(emu: VultrEmulator, tmp_path: 
 def test_twin_is_off_by_default() -> None:
     with VultrEmulator(delay_scale=0.0) as emulator:
         assert emulator.twin is None
+
+
+def test_validator_ready_after_the_delay(tmp_path: Path) -> None:
+    """validator_ready_after (x delay_scale) counts from activation: never ready earlier (load only delays)."""
+    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=75) as emu:  # 1.5 s
+        started = time.monotonic()
+        cluster_id = create_cluster(emu)
+        _core, apps, _server = core_api_when_active(emu, cluster_id, tmp_path)
+        eventually(
+            lambda: (
+                apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator").status.number_ready == 2
+            )
+        )
+        assert time.monotonic() - started >= 0.6 + 1.5
+    assert emu.internal_errors == []
+
+
+def core_api_when_active(
+    emu: VultrEmulator, cluster_id: str, tmp_path: Path
+) -> tuple[client.CoreV1Api, client.AppsV1Api, str]:
+    eventually(
+        lambda: call(emu, "GET", f"/kubernetes/clusters/{cluster_id}").json()["vke_cluster"]["status"] == "active"
+    )
+    return core_api(emu, cluster_id, tmp_path)
