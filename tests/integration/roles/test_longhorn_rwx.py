@@ -224,7 +224,9 @@ def test_longhorn_rwx_lifecycle(
         if kind == "Setting" and name.endswith("/deleting-confirmation-flag") and value == "true" and event != "DELETED"
     )
     manager_deleted_at = next(
-        i for i, (event, kind, name, _) in enumerate(events) if event == "DELETED" and name == f"{NS}/longhorn-manager"
+        i
+        for i, (event, _kind, name, _extra) in enumerate(events)
+        if event == "DELETED" and name == f"{NS}/longhorn-manager"
     )
     assert flag_at < manager_deleted_at
     assert api.get("storage.k8s.io/v1", "StorageClass", SC) is None
