@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from support.collection import install_collection_finder
-from support.playbook import PlaybookRun, run_playbook
+from support.playbook import SHORT_TMP_ROOT, PlaybookRun, run_playbook
 
 install_collection_finder()
 
@@ -21,3 +24,15 @@ def playbook() -> Callable[..., PlaybookRun]:
         return run_playbook(tasks_or_plays, **kwargs)
 
     return _run
+
+
+@pytest.fixture
+def ansible_tmp() -> Iterator[Path]:
+    """A fresh, *short* TMPDIR for one ansible-playbook run (see ``support.playbook.MAX_TMPDIR_CHARS``).
+
+    Not ``tmp_path``: pytest's paths grow with the run counter (``pytest-100/popen-gw1/...``) and
+    ansible-core 2.20+ puts a Unix socket under TMPDIR, whose path must fit in 108 bytes.
+    """
+    path = Path(tempfile.mkdtemp(prefix="mp-", dir=SHORT_TMP_ROOT))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

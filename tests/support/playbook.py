@@ -19,6 +19,22 @@ import yaml
 
 from .collection import REPO_ROOT, ansible_env
 
+# ansible-core >= 2.20 starts a multiprocessing RPC server whose Unix socket lives at
+# ``$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX`` (32 more characters); a socket path is limited to
+# 108 bytes, and when it does not fit every run dies with "Local RPC server did not start".
+MAX_TMPDIR_CHARS = 64
+SHORT_TMP_ROOT = "/tmp" if Path("/tmp").is_dir() else tempfile.gettempdir()
+
+
+def check_tmpdir(env: dict[str, str]) -> None:
+    """Refuse a TMPDIR too long for ansible-core's RPC socket, naming the fix (the ``ansible_tmp`` fixture)."""
+    tmpdir = env.get("TMPDIR", "")
+    if len(tmpdir) > MAX_TMPDIR_CHARS:
+        raise ValueError(
+            f"TMPDIR {tmpdir!r} is {len(tmpdir)} characters; ansible-core's RPC socket under it would exceed "
+            f"the 108-byte Unix socket limit. Use the ansible_tmp fixture (at most {MAX_TMPDIR_CHARS} characters)."
+        )
+
 
 @dataclass
 class PlaybookRun:
@@ -84,6 +100,7 @@ def run_playbook(
         if verbosity:
             cmd.append("-" + "v" * verbosity)
         run_env = ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {}))
+        check_tmpdir(run_env)
         run_env.setdefault("METALPLANE_TEST_PYTHON", sys.executable)
         run_env["ANSIBLE_PYTHON_INTERPRETER"] = sys.executable
         proc = subprocess.run(

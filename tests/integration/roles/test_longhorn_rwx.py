@@ -78,11 +78,10 @@ def cluster() -> Iterator[tuple[KubeEmulator, WriteLog]]:
 
 
 def run_role(
-    playbook: Callable[..., Any], api: KubeEmulator, tmp_path: Path, check: bool = False, **role_vars: Any
+    playbook: Callable[..., Any], api: KubeEmulator, ansible_tmp: Path, check: bool = False, **role_vars: Any
 ) -> Any:
     helm = helm_binary()
-    cache = tmp_path / "tmp"
-    cache.mkdir(exist_ok=True)
+    cache = ansible_tmp
     helm_home = tempfile.mkdtemp(dir=cache)
     env = {
         "TMPDIR": str(cache),
@@ -133,17 +132,17 @@ def pvc(name: str, namespace: str = "default") -> dict[str, Any]:
 
 
 def test_longhorn_rwx_lifecycle(
-    cluster: tuple[KubeEmulator, WriteLog], playbook: Callable[..., Any], tmp_path: Path
+    cluster: tuple[KubeEmulator, WriteLog], playbook: Callable[..., Any], ansible_tmp: Path
 ) -> None:
     api, log = cluster
 
     # Check mode first: nothing may be written.
-    dry = run_role(playbook, api, tmp_path, check=True)
+    dry = run_role(playbook, api, ansible_tmp, check=True)
     assert dry.rc == 0, failure(dry)
     assert api.get("apps/v1", "DaemonSet", "longhorn-manager", NS) is None
     assert api.get("storage.k8s.io/v1", "StorageClass", SC) is None
 
-    up = run_role(playbook, api, tmp_path)
+    up = run_role(playbook, api, ansible_tmp)
     assert up.rc == 0, failure(up)
 
     # Installer DaemonSet: tolerates the GPU taint, privileged nsenter into the host, on all 3 nodes.
@@ -194,7 +193,7 @@ def test_longhorn_rwx_lifecycle(
     assert sc["parameters"]["migratable"] == "false"
 
     # Idempotence: the second run changes nothing.
-    again = run_role(playbook, api, tmp_path)
+    again = run_role(playbook, api, ansible_tmp)
     assert again.rc == 0, failure(again)
     assert again.changed() == 0, [
         task["task"]["name"]
@@ -206,7 +205,7 @@ def test_longhorn_rwx_lifecycle(
     # Teardown refuses while a PVC of the class exists, and leaves everything in place.
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     api.create(pvc("model-cache", "ml"))
-    refused = run_role(playbook, api, tmp_path, longhorn_state="absent")
+    refused = run_role(playbook, api, ansible_tmp, longhorn_state="absent")
     assert refused.rc != 0
     assert "ml/model-cache" in failure(refused)
     assert api.get("storage.k8s.io/v1", "StorageClass", SC) is not None
@@ -215,7 +214,7 @@ def test_longhorn_rwx_lifecycle(
 
     # Forced: the flag is set to "true" before helm deletes the release's objects.
     mark = len(log.events)
-    forced = run_role(playbook, api, tmp_path, longhorn_state="absent", longhorn_force_remove=True)
+    forced = run_role(playbook, api, ansible_tmp, longhorn_state="absent", longhorn_force_remove=True)
     assert forced.rc == 0, failure(forced)
     events = log.events[mark:]
     flag_at = next(
@@ -235,20 +234,20 @@ def test_longhorn_rwx_lifecycle(
 
     # Removing what is already gone is a no-op.
     api.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
-    gone = run_role(playbook, api, tmp_path, longhorn_state="absent")
+    gone = run_role(playbook, api, ansible_tmp, longhorn_state="absent")
     assert gone.rc == 0, failure(gone)
     assert gone.changed() == 0
 
 
-def test_longhorn_rwx_single_node_and_teardown_without_pvc(playbook: Callable[..., Any], tmp_path: Path) -> None:
+def test_longhorn_rwx_single_node_and_teardown_without_pvc(playbook: Callable[..., Any], ansible_tmp: Path) -> None:
     with KubeEmulator(delay_scale=0.0, name="longhorn1") as api:
         api.gpu.add_gpu_node("gpu-0", gpus=1, taints=[GPU_TAINT])
-        up = run_role(playbook, api, tmp_path)
+        up = run_role(playbook, api, ansible_tmp)
         assert up.rc == 0, failure(up)
         sc = api.get("storage.k8s.io/v1", "StorageClass", SC)
         assert sc is not None
         assert sc["parameters"]["numberOfReplicas"] == "1"
-        down = run_role(playbook, api, tmp_path, longhorn_state="absent")
+        down = run_role(playbook, api, ansible_tmp, longhorn_state="absent")
         assert down.rc == 0, failure(down)
         assert api.get("storage.k8s.io/v1", "StorageClass", SC) is None
         assert api.get("apps/v1", "DaemonSet", "longhorn-manager", NS) is None
