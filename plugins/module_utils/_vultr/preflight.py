@@ -1,0 +1,398 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight of a whole inventory of VKE GPU clusters: every problem found before anything exists.
+
+Why a module of its own, run once for all clusters: a GPU cluster costs money from the minute it is
+created, and a bad inventory (a plan the region does not sell, a GPU count that does not match the
+plan, a node count outside the autoscaler range, two clusters claiming the same network, a rejected
+API key) would otherwise surface halfway through, after some clusters are up. So the inventory is
+checked first, *all* of it, and every problem is reported at once with the field that holds it;
+nothing is created or changed. The checks that need the platform cost a fixed handful of read-only
+requests (regions, plans, availability per region, versions, clusters), whatever the cluster count.
+
+Overlaps: VKE gives every cluster the same fixed pod and service subnets (``cluster_subnet`` and
+``service_subnet`` in the API's cluster object; they cannot be chosen on create), so a network an
+inventory declares for a cluster (its VPC subnet, say) must not overlap them, must not overlap a
+network reserved for something else (``reserved_networks``: the Modelplane control plane, an office
+range), and must not overlap another cluster's networks unless both clusters declare the very same
+VPC (same ``vpc_id``, same subnet).
+
+The split: ``check_inventory`` is pure (shape, counts, names, networks) and unit-tested;
+``check_catalog`` compares the inventory with what the API reports, also pure; ``run_vke_preflight``
+fetches and glues.
+
+This file is PRIVATE to the collection: other collections must not import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
+    ApiError,
+    InputError,
+    MetalplaneError,
+)
+from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import (
+    MAX_NODE_POOLS,
+    MAX_POOL_NAME,
+    MAX_POOL_NODES,
+    MIN_POOL_NODES,
+)
+
+from .args import client_from_params
+from .cluster import find_by_label
+from .cluster_ops import list_clusters
+from .plans import describe_gpu_plan
+from .versions import resolve_version
+
+# VKE assigns these to every cluster (API fields cluster_subnet / service_subnet, read-only).
+VKE_POD_SUBNET = "10.244.0.0/16"
+VKE_SERVICE_SUBNET = "10.96.0.0/12"
+STATES = ("present", "absent")
+CLUSTER_KEYS = ("name", "state", "region", "version", "vpc_id", "vpc_only", "gpu_pools", "networks")
+POOL_KEYS = ("name", "plan", "gpu", "node_quantity", "min_nodes", "max_nodes", "labels", "taints", "class_name")
+GPU_KEYS = ("type", "count")
+# A VKE label and an InferenceCluster name at once: a DNS label (RFC 1123).
+DNS_LABEL_MAX = 63
+_DNS_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the inventory: where (``field``) and what to do about it."""
+
+    field: str
+    msg: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "msg": self.msg}
+
+
+class PreflightError(MetalplaneError):
+    """The inventory has problems; all of them are listed, nothing was created."""
+
+    kind = "input"
+
+    def __init__(self, problems: list[Problem]) -> None:
+        lines = "; ".join(f"{p.field}: {p.msg}" for p in problems)
+        super().__init__(
+            f"preflight found {len(problems)} problem(s), nothing was created: {lines}",
+            details={"problems": [p.as_dict() for p in problems]},
+        )
+        self.problems = problems
+
+
+@dataclass
+class Catalog:
+    """What the Vultr account offers, as far as the inventory needs it."""
+
+    regions: set[str]
+    plans: dict[str, dict[str, Any]]
+    available: dict[str, set[str]]
+    versions: list[str]
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+
+def is_dns_label(value: str) -> bool:
+    return 0 < len(value) <= DNS_LABEL_MAX and set(value) <= _DNS_CHARS and value[0].isalnum() and value[-1].isalnum()
+
+
+def _int(problems: list[Problem], where: str, value: Any, minimum: int, maximum: int) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value))
+        except ValueError:
+            problems.append(Problem(where, f"must be a whole number, got {value!r}"))
+            return None
+    if not minimum <= value <= maximum:
+        problems.append(Problem(where, f"must be between {minimum} and {maximum}, got {value}"))
+        return None
+    return value
+
+
+def _unknown_keys(problems: list[Problem], where: str, value: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    extra = sorted(set(value) - set(allowed))
+    if extra:
+        problems.append(Problem(where, f"unknown key(s) {', '.join(extra)}; allowed: {', '.join(allowed)}"))
+
+
+def _check_gpu(problems: list[Problem], where: str, gpu: Any) -> None:
+    if not isinstance(gpu, Mapping):
+        problems.append(Problem(where, "must be a mapping like {type: L40S, count: 1}"))
+        return
+    _unknown_keys(problems, where, gpu, GPU_KEYS)
+    if not gpu.get("type"):
+        problems.append(Problem(f"{where}.type", "is required (the GPU model, for example L40S or A16)"))
+    _int(problems, f"{where}.count", gpu.get("count", 1), 1, 16)
+
+
+def _check_counts(problems: list[Problem], where: str, pool: Mapping[str, Any]) -> None:
+    """``node_quantity`` within ``min_nodes``..``max_nodes``; a minimum needs a maximum."""
+    counts: dict[str, int | None] = {}
+    for key in ("node_quantity", "min_nodes", "max_nodes"):
+        if pool.get(key) not in (None, ""):
+            counts[key] = _int(problems, f"{where}.{key}", pool[key], MIN_POOL_NODES, MAX_POOL_NODES)
+    if "min_nodes" in counts and "max_nodes" not in counts:
+        problems.append(Problem(f"{where}.min_nodes", "needs max_nodes (a maximum turns the autoscaler on)"))
+    quantity, low, high = counts.get("node_quantity"), counts.get("min_nodes"), counts.get("max_nodes")
+    if quantity is not None and high is not None and quantity > high:
+        problems.append(Problem(f"{where}.node_quantity", f"{quantity} is above max_nodes ({high})"))
+    if quantity is not None and low is not None and quantity < low:
+        problems.append(Problem(f"{where}.node_quantity", f"{quantity} is below min_nodes ({low})"))
+
+
+def check_pool(problems: list[Problem], where: str, pool: Any) -> None:
+    """Shape and counts of one GPU pool (plan facts are ``check_catalog``'s job)."""
+    if not isinstance(pool, Mapping):
+        problems.append(Problem(where, "must be a mapping with name, plan, gpu and node_quantity"))
+        return
+    _unknown_keys(problems, where, pool, POOL_KEYS)
+    for required in ("name", "plan", "gpu", "node_quantity"):
+        if pool.get(required) in (None, ""):
+            problems.append(Problem(f"{where}.{required}", "is required"))
+    name = pool.get("name")
+    if name and (not is_dns_label(str(name)) or len(str(name)) > MAX_POOL_NAME):
+        problems.append(
+            Problem(
+                f"{where}.name",
+                f"{name!r} must be a lower-case DNS label of at most {MAX_POOL_NAME} characters "
+                "(it is also the modelplane.ai/pool node label and the Modelplane pool name)",
+            )
+        )
+    plan = pool.get("plan")
+    if plan and not str(plan).startswith("vcg-"):
+        problems.append(Problem(f"{where}.plan", f"{plan!r} is not a GPU plan (GPU plan ids start with 'vcg-')"))
+    if pool.get("gpu") is not None:
+        _check_gpu(problems, f"{where}.gpu", pool["gpu"])
+    _check_counts(problems, where, pool)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _networks(problems: list[Problem], where: str, value: Any) -> list[Network]:
+    parsed: list[Network] = []
+    if value is None:
+        return parsed
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        problems.append(Problem(where, "must be a list of CIDRs such as 10.20.0.0/20"))
+        return parsed
+    for index, cidr in enumerate(value):
+        try:
+            parsed.append(ipaddress.ip_network(str(cidr), strict=True))
+        except ValueError as exc:
+            hint = ""
+            with contextlib.suppress(ValueError):
+                hint = f"; did you mean {ipaddress.ip_network(str(cidr), strict=False)}?"
+            problems.append(Problem(f"{where}[{index}]", f"{cidr!r} is not a network ({exc}){hint}"))
+    return parsed
+
+
+# A network another cluster declared: (cluster, its vpc_id, the network).
+Declared = tuple[str, Any, Network]
+
+
+def _check_overlaps(
+    problems: list[Problem], where: str, cluster: Mapping[str, Any], reserved: list[Network], declared: list[Declared]
+) -> None:
+    """This cluster's networks against VKE's fixed subnets, the reserved ones and earlier clusters'."""
+    fixed = [ipaddress.ip_network(VKE_POD_SUBNET), ipaddress.ip_network(VKE_SERVICE_SUBNET)]
+    nets = _networks(problems, f"{where}.networks", cluster.get("networks"))
+    for net in nets:
+        clashes = [f"VKE's fixed pod/service subnet {vke}" for vke in fixed if net.overlaps(vke)]
+        clashes += [f"reserved network {other}" for other in reserved if net.overlaps(other)]
+        for other_name, other_vpc, other_net in declared:
+            same_vpc = bool(cluster.get("vpc_id")) and cluster.get("vpc_id") == other_vpc and net == other_net
+            if net.overlaps(other_net) and not same_vpc:
+                clashes.append(f"{other_net} of cluster {other_name!r}")
+        problems.extend(Problem(f"{where}.networks", f"{net} overlaps {clash}") for clash in clashes)
+    declared.extend((where, cluster.get("vpc_id"), net) for net in nets)
+
+
+def _check_pools(problems: list[Problem], where: str, pools: Any) -> None:
+    if not isinstance(pools, list) or not pools:
+        problems.append(Problem(f"{where}.gpu_pools", "must list at least one GPU pool for a present cluster"))
+        return
+    if len(pools) > MAX_NODE_POOLS:
+        problems.append(Problem(f"{where}.gpu_pools", f"at most {MAX_NODE_POOLS} pools (Modelplane's limit)"))
+    names = [p.get("name") for p in pools if isinstance(p, Mapping)]
+    for dup in sorted({n for n in names if n and names.count(n) > 1}):
+        problems.append(Problem(f"{where}.gpu_pools", f"pool name {dup!r} is used twice"))
+    for index, pool in enumerate(pools):
+        label = pool.get("name") if isinstance(pool, Mapping) and pool.get("name") else index
+        check_pool(problems, f"{where}.gpu_pools[{label}]", pool)
+
+
+def check_inventory(clusters: Any, reserved_networks: Any = None) -> list[Problem]:
+    """Every shape, count, name and network problem of the inventory (no API needed)."""
+    if not isinstance(clusters, list) or not clusters:
+        return [Problem("clusters", "must list at least one cluster")]
+    problems: list[Problem] = []
+    reserved = _networks(problems, "reserved_networks", reserved_networks)
+    seen: set[str] = set()
+    declared: list[Declared] = []
+    for index, cluster in enumerate(clusters):
+        if not isinstance(cluster, Mapping):
+            problems.append(Problem(f"clusters[{index}]", "must be a mapping"))
+            continue
+        name = str(cluster.get("name") or "")
+        where = name or f"clusters[{index}]"
+        _unknown_keys(problems, where, cluster, CLUSTER_KEYS)
+        if not is_dns_label(name):
+            problems.append(Problem(f"{where}.name", f"{name!r} must be a lower-case DNS label (a-z, 0-9, '-')"))
+        if name in seen:
+            problems.append(Problem(f"{where}.name", "is used by two clusters; cluster names must be unique"))
+        seen.add(name)
+        state = cluster.get("state", "present")
+        if state not in STATES:
+            problems.append(Problem(f"{where}.state", f"must be present or absent, got {state!r}"))
+        if cluster.get("vpc_only") and not cluster.get("vpc_id"):
+            problems.append(Problem(f"{where}.vpc_only", "needs vpc_id (a VPC with a NAT gateway)"))
+        _check_overlaps(problems, where, cluster, reserved, declared)
+        if state == "present":
+            if not cluster.get("region"):
+                problems.append(Problem(f"{where}.region", "is required for a present cluster (for example ewr)"))
+            _check_pools(problems, where, cluster.get("gpu_pools"))
+    return problems
+
+
+def _model(value: Any) -> str:
+    """``NVIDIA L40S`` / ``l40s`` / ``A16`` -> ``l40s`` / ``a16``: how plans name the model."""
+    text = str(value).lower().replace("nvidia", "").replace("amd", "")
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def check_catalog(clusters: list[Mapping[str, Any]], catalog: Catalog) -> list[Problem]:
+    """Regions, plans, availability, GPU model and count, version, label collisions."""
+    problems: list[Problem] = []
+    for cluster in clusters:
+        name = str(cluster.get("name"))
+        ours, foreign = find_by_label(catalog.clusters, name)
+        if foreign and not ours:
+            problems.append(
+                Problem(
+                    f"{name}.name",
+                    f"a VKE cluster labelled {name!r} exists ({foreign[0].get('id')}) without this collection's "
+                    "marker; rename the inventory host or adopt it deliberately with vke_cluster force: true",
+                )
+            )
+        if cluster.get("state", "present") != "present":
+            continue
+        region = cluster.get("region")
+        if region and region not in catalog.regions:
+            problems.append(
+                Problem(f"{name}.region", f"unknown region {region!r}; known: {', '.join(sorted(catalog.regions))}")
+            )
+            continue
+        try:
+            resolve_version(str(cluster.get("version") or "latest"), catalog.versions)
+        except InputError as exc:
+            problems.append(Problem(f"{name}.version", exc.msg.split(": ", 1)[-1]))
+        for pool in cluster.get("gpu_pools") or []:
+            where = f"{name}.gpu_pools[{pool.get('name')}]"
+            plan_id = pool.get("plan")
+            plan = catalog.plans.get(str(plan_id))
+            if plan is None:
+                problems.append(Problem(f"{where}.plan", f"{plan_id!r} is not a GPU plan Vultr lists"))
+                continue
+            if plan_id not in catalog.available.get(str(region), set()):
+                problems.append(Problem(f"{where}.plan", f"{plan_id} is not available in {region}"))
+            gpu = pool.get("gpu") or {}
+            if gpu.get("type") and plan.get("gpu_model") and _model(gpu["type"]) != plan["gpu_model"]:
+                wrong = f"{gpu['type']!r} does not match {plan_id} (a {plan['gpu_model']} plan)"
+                problems.append(Problem(f"{where}.gpu.type", wrong))
+            count = gpu.get("count", 1)
+            if plan.get("gpu_count") and str(count).isdigit() and int(count) != plan["gpu_count"]:
+                problems.append(
+                    Problem(f"{where}.gpu.count", f"{count} does not match {plan_id}, which has {plan['gpu_count']}")
+                )
+    return problems
+
+
+def fetch_catalog(client: Any, regions: Iterable[str]) -> tuple[Catalog, list[Problem]]:
+    """The read-only requests preflight needs; a rejected API key is a problem, not a crash."""
+    problems: list[Problem] = []
+    clusters: list[dict[str, Any]] = []
+    try:
+        clusters = list_clusters(client)
+    except ApiError as exc:
+        if exc.status in (401, 403):
+            problems.append(
+                Problem("api_key", f"rejected by the Vultr API (HTTP {exc.status}); set vultr_api_key or VULTR_API_KEY")
+            )
+        else:
+            raise
+    known = {r["id"] for r in client.list_all("/regions", "regions")}
+    described = (describe_gpu_plan(p) for p in client.list_all("/plans", "plans", {"type": "all"}))
+    plans = {d["id"]: d for d in described if d}
+    available = {
+        region: set(client.call("GET", f"/regions/{region}/availability").get("available_plans") or [])
+        for region in sorted(set(regions) & known)
+    }
+    versions = list(client.call("GET", "/kubernetes/versions").get("versions") or [])
+    return Catalog(regions=known, plans=plans, available=available, versions=versions, clusters=clusters), problems
+
+
+def summary(clusters: list[Mapping[str, Any]], catalog: Catalog | None) -> list[dict[str, Any]]:
+    """What each cluster will get: resolved version, and per pool the plan's GPU facts."""
+    out = []
+    for cluster in clusters:
+        version = None
+        if catalog and cluster.get("state", "present") == "present":
+            try:
+                version = resolve_version(str(cluster.get("version") or "latest"), catalog.versions)
+            except InputError:
+                version = None
+        pools = []
+        for pool in cluster.get("gpu_pools") or []:
+            plan = (catalog.plans.get(str(pool.get("plan"))) if catalog else None) or {}
+            pools.append(
+                {
+                    "name": pool.get("name"),
+                    "plan": pool.get("plan"),
+                    "node_quantity": pool.get("node_quantity"),
+                    "gpu_model": plan.get("gpu_model"),
+                    "gpus_per_node": plan.get("gpu_count"),
+                    "gpu_vram_gb_per_gpu": plan.get("gpu_vram_gb_per_gpu"),
+                    "monthly_cost_per_node": plan.get("monthly_cost"),
+                }
+            )
+        out.append(
+            {
+                "name": cluster.get("name"),
+                "state": cluster.get("state", "present"),
+                "region": cluster.get("region"),
+                "version": version,
+                "gpu_pools": pools,
+            }
+        )
+    return out
+
+
+def run_vke_preflight(module: MetalplaneModule) -> dict[str, Any]:
+    params = module.params
+    clusters = params["clusters"]
+    problems = check_inventory(clusters, params.get("reserved_networks"))
+    catalog: Catalog | None = None
+    client = None
+    try:
+        client = client_from_params(params)
+    except InputError as exc:
+        problems.append(Problem(exc.field, exc.msg.split(": ", 1)[-1]))
+    if not problems and client is not None:
+        present = [c for c in clusters if c.get("state", "present") == "present"]
+        catalog, api_problems = fetch_catalog(client, [str(c.get("region")) for c in present])
+        problems = api_problems or check_catalog(clusters, catalog)
+    if problems:
+        raise PreflightError(problems)
+    return {
+        "changed": False,
+        "clusters": summary(clusters, catalog),
+        "api_requests": client.counter.as_dict() if client else {},
+    }
