@@ -34,6 +34,8 @@ from lab.registry import EMULATORS, Emulator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / "inventories" / "lab" / ".state"
+LONGHORN_STANDIN_CHART = REPO_ROOT / "tests" / "lab" / "charts" / "longhorn-standin"
+LAB_HELM = REPO_ROOT / ".build" / "bin" / "helm"
 PROCESSES_FILE = "processes.json"
 ENDPOINTS_FILE = "endpoints.yml"
 READY_TIMEOUT = 30.0  # seconds an emulator gets to accept connections and write its files
@@ -156,7 +158,14 @@ class Lab:
     def _write_endpoints(self, running: dict[str, Running], delay_scale: float) -> None:
         emulators = {e.name: e for e in EMULATORS}
         document: dict[str, Any] = {
-            "lab": {"state_dir": str(self.state_dir), "delay_scale": delay_scale},
+            "lab": {
+                "state_dir": str(self.state_dir),
+                "delay_scale": delay_scale,
+                # What the lab inventory needs from this checkout: the Longhorn stand-in chart (the
+                # real chart cannot be downloaded here) and helm from `make venv` if it is there.
+                "longhorn_chart_path": str(LONGHORN_STANDIN_CHART),
+                "helm": str(LAB_HELM) if LAB_HELM.is_file() else "",
+            },
             "emulators": {
                 name: emulators[name].endpoint(LOOPBACK, r.port, self.state_dir)
                 for name, r in running.items()
