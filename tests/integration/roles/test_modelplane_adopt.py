@@ -1,0 +1,263 @@
+"""The modelplane_adopt role through real ansible-playbook: a VKE twin adopted into the Modelplane emulator.
+
+Why: adoption is wiring across two APIs (the workload cluster's GPU inventory and DRA slices, the
+control plane's Secret, classes and InferenceCluster) plus a guarded teardown; only running it proves
+the order, the idempotence, check mode and the ModelReplica guard. Every InferenceClass and
+InferenceCluster the runs write is checked against Modelplane's XRD schemas (the shared reference).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from lab.modelplane import ModelplaneEmulator, gateway_address
+from lab.vke_twin import workload_for
+from lab.vultr import VultrEmulator
+
+REPO = Path(__file__).resolve().parents[3]
+MP = "modelplane.ai/v1alpha1"
+NS = "modelplane-system"
+AUTH = {"Authorization": "Bearer lab-vultr-api-key"}
+CLUSTER = "vke-ewr-1"
+CLASS = "l40s-1x"
+MANAGED = {"app.kubernetes.io/managed-by": "metalplane.inference"}
+# Task names as the JSON callback reports them (role-prefixed).
+ROLE = "metalplane.inference.modelplane_adopt : "
+ADOPT = ROLE + "Adopt the cluster (kubeconfig Secret, InferenceClasses, InferenceCluster) and wait until it serves"
+UNADOPT = ROLE + "Un-adopt the cluster (InferenceCluster, then its Secret and the classes no other cluster uses)"
+DRA_CHECK = ROLE + "Wait until the DRA driver publishes each pool's GPUs as its class describes them"
+PLURALS = {"InferenceClass": "inferenceclasses", "InferenceCluster": "inferenceclusters"}
+
+pytestmark = pytest.mark.slow
+
+
+def _xrd_validator() -> Any:
+    """tests/unit/.../modelplane_xrd.py (the offline XRD validator), loaded by path."""
+    path = REPO / "tests" / "unit" / "plugins" / "module_utils" / "_modelplane" / "modelplane_xrd.py"
+    spec = importlib.util.spec_from_file_location("modelplane_xrd_for_roles", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Writes:
+    """Every InferenceClass/InferenceCluster/Secret write the control plane applied, as (event, kind, object)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, rtype: Any, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if rtype.kind in (*PLURALS, "Secret"):
+            with self._lock:
+                self.events.append((event, rtype.kind, obj))
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.events)
+
+    def since(self, mark: int) -> list[tuple[str, str, dict[str, Any]]]:
+        with self._lock:
+            return list(self.events[mark:])
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
+    with (
+        ModelplaneEmulator(delay_scale=0.0, backend_ready_after=0.0) as mp,
+        VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr,
+    ):
+        writes = Writes()
+        mp.api.server_api.on_write.append(writes)
+        pool = {
+            "node_quantity": 2,
+            "label": "gpu",
+            "plan": "vcg-l40s-16c-180g-48vram",
+            "labels": {"modelplane.ai/pool": "l40s"},
+        }
+        body = {"label": CLUSTER, "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
+        created = requests.post(vultr.base_url + "/kubernetes/clusters", json=body, headers=AUTH, timeout=10)
+        vke = created.json()["vke_cluster"]["id"]
+        reply = requests.get(f"{vultr.base_url}/kubernetes/clusters/{vke}/config", headers=AUTH, timeout=10)
+        kubeconfig = base64.b64decode(reply.json()["kube_config"]).decode()
+        path = tmp_path / "workload.kubeconfig"
+        path.write_text(kubeconfig)
+        path.chmod(0o600)
+        workload = workload_for(yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"])
+        assert workload is not None
+        deadline = time.monotonic() + 10
+        while len(workload.list("v1", "Node", label_selector="modelplane.ai/pool=l40s")) < 2:
+            assert time.monotonic() < deadline, "the twin never created the pool's nodes"
+            time.sleep(0.1)
+        yield mp, workload, path, writes
+        assert mp.errors == []
+
+
+def run_role(
+    playbook: Callable[..., Any],
+    mp: ModelplaneEmulator,
+    workload_kubeconfig: Path,
+    ansible_tmp: Path,
+    *,
+    check: bool = False,
+    **role_vars: Any,
+) -> Any:
+    params = {
+        "modelplane_kubeconfig": str(mp.kubeconfig_path),
+        "modelplane_workload_kubeconfig": str(workload_kubeconfig),
+        "modelplane_node_pools": [{"name": "l40s", "class_name": CLASS, "node_count": 2}],
+        "modelplane_labels": {"modelplane.ai/region": "ewr"},
+        "modelplane_timeout": 30,
+        **role_vars,
+    }
+    plays = [
+        {
+            "name": "adoption",
+            "hosts": CLUSTER,
+            "gather_facts": False,
+            "roles": [{"role": "metalplane.inference.modelplane_adopt", "vars": params}],
+        }
+    ]
+    return playbook(plays, inventory=f"{CLUSTER},", env={"TMPDIR": str(ansible_tmp)}, check=check, timeout=300)
+
+
+def failure(run: Any) -> str:
+    failed = [
+        (task["task"]["name"], host.get("msg"))
+        for play in run.report.get("plays", [])
+        for task in play.get("tasks", [])
+        for host in task.get("hosts", {}).values()
+        if host.get("failed")
+    ]
+    return f"rc={run.rc} failed={failed} stderr={run.stderr[-1500:]}"
+
+
+def validate_writes(events: list[tuple[str, str, dict[str, Any]]]) -> int:
+    """Check every written class and cluster (name, labels, spec) against its XRD; return how many were checked."""
+    xrd = _xrd_validator()
+    checked = 0
+    for event, kind, obj in events:
+        if event == "DELETED" or kind not in PLURALS:
+            continue
+        meta = obj["metadata"]
+        body = {
+            "apiVersion": obj["apiVersion"],
+            "kind": kind,
+            "metadata": {"name": meta["name"], "labels": meta.get("labels") or {}},
+            "spec": obj["spec"],
+        }
+        assert xrd.schema_errors(PLURALS[kind], body) == [], (kind, meta["name"])
+        checked += 1
+    return checked
+
+
+def replica(name: str, cluster: str) -> dict[str, Any]:
+    return {
+        "apiVersion": MP,
+        "kind": "ModelReplica",
+        "metadata": {"name": name, "namespace": "default", "labels": {"modelplane.ai/cluster": cluster}},
+        "spec": {"clusterName": cluster, "engines": [{"name": "vllm"}]},
+    }
+
+
+def test_modelplane_adopt_lifecycle(
+    lab: tuple[ModelplaneEmulator, Any, Path, Writes], playbook: Callable[..., Any], ansible_tmp: Path
+) -> None:
+    mp, workload, kubeconfig, writes = lab
+
+    # 1. Check mode on a cluster never adopted: the plan is reported, nothing is written.
+    mark = writes.mark()
+    dry = run_role(playbook, mp, kubeconfig, ansible_tmp, check=True)
+    assert dry.rc == 0, failure(dry)
+    planned = dry.task(ADOPT, CLUSTER)
+    assert planned["changed"] is True
+    assert planned["actions"] == [
+        f"create Secret {NS}/{CLUSTER}-kubeconfig",
+        f"create InferenceClass {CLASS}",
+        f"create InferenceCluster {CLUSTER}",
+    ]
+    assert writes.since(mark) == []
+
+    # 2. Adoption: Secret, class generated from the nodes' GPUs, cluster, readiness, DRA devices.
+    up = run_role(playbook, mp, kubeconfig, ansible_tmp)
+    assert up.rc == 0, failure(up)
+    adopted = up.task(ADOPT, CLUSTER)
+    assert adopted["cluster"]["ready"] is True
+    assert adopted["cluster"]["gateway_address"] == gateway_address(CLUSTER)
+    assert adopted["classes"] == [{"name": CLASS, "action": "created", "managed": True}]
+    assert adopted["secret"] == {"name": f"{CLUSTER}-kubeconfig", "namespace": NS}
+    dra = up.task(DRA_CHECK, CLUSTER)
+    assert dra["results"][0]["ready"] is True
+
+    ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
+    assert ic is not None
+    assert ic["metadata"]["labels"] == {**MANAGED, "modelplane.ai/region": "ewr"}
+    assert ic["spec"]["cluster"] == {
+        "source": "Existing",
+        "existing": {
+            "secretRef": {"name": f"{CLUSTER}-kubeconfig", "key": "kubeconfig"},
+            "cache": {"storageClassName": "modelplane-rwx-longhorn"},
+        },
+    }
+    assert ic["spec"]["nodePools"] == [{"name": "l40s", "className": CLASS, "nodeCount": 2}]
+    conditions = {c["type"]: (c["status"], c.get("reason")) for c in ic["status"]["conditions"]}
+    assert conditions["Ready"][0] == "True"
+    assert conditions["ClusterReady"] == ("True", "ClusterRunning")
+    assert conditions["BackendReady"] == ("True", "BackendHealthy")
+    klass = mp.api.get(MP, "InferenceClass", CLASS)
+    assert klass is not None
+    assert klass["metadata"]["labels"] == MANAGED
+    (device,) = klass["spec"]["devices"]
+    assert device["driver"] == device["deviceClassName"] == "gpu.nvidia.com"
+    assert device["count"] == 1
+    assert device["capacity"] == {"memory": {"value": "46068Mi"}}  # what the DRA driver reports for an L40S
+    secret = mp.api.get("v1", "Secret", f"{CLUSTER}-kubeconfig", NS)
+    assert secret is not None
+    assert secret["metadata"]["labels"]["metalplane.inference/cluster"] == CLUSTER
+    assert base64.b64decode(secret["data"]["kubeconfig"]).decode() == kubeconfig.read_text()
+    # The kubeconfig (its token) appears nowhere in the run's output.
+    token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+    assert token not in up.stdout
+    assert token not in up.stderr
+
+    # 3. Second run: nothing to do.
+    again = run_role(playbook, mp, kubeconfig, ansible_tmp)
+    assert again.rc == 0, failure(again)
+    assert again.changed(CLUSTER) == 0, again.stats
+
+    # 4. A ModelReplica pinned to the cluster: un-adoption refuses and names it.
+    mp.api.create(replica("chat-0", CLUSTER))
+    refused = run_role(playbook, mp, kubeconfig, ansible_tmp, modelplane_state="absent")
+    assert refused.rc != 0
+    message = refused.task(UNADOPT, CLUSTER)["msg"]
+    assert "default/chat-0" in message
+    assert "drain" in message
+    assert mp.api.get(MP, "InferenceCluster", CLUSTER) is not None
+
+    # 5. With drain: the replica is deleted, then the cluster, its Secret and the now unused class.
+    down = run_role(playbook, mp, kubeconfig, ansible_tmp, modelplane_state="absent", modelplane_drain=True)
+    assert down.rc == 0, failure(down)
+    removed = down.task(UNADOPT, CLUSTER)
+    assert removed["drained"] == ["default/chat-0"]
+    assert removed["classes"] == [{"name": CLASS, "managed": True, "action": "deleted"}]
+    assert mp.api.get(MP, "ModelReplica", "chat-0", "default") is None
+    assert mp.api.list(MP, "InferenceClass") == []
+    assert mp.api.list(MP, "InferenceCluster") == []
+    assert mp.api.list("v1", "Secret", namespace=NS) == []
+    # The emulated DRA driver went with the serving stack.
+    assert workload.list("resource.k8s.io/v1", "ResourceSlice") == []
+
+    # Every class and cluster written during the whole life cycle is valid against the XRDs.
+    assert validate_writes(writes.since(0)) >= 3
