@@ -10,8 +10,8 @@ short_description: Adopt a Kubernetes cluster into Modelplane (InferenceCluster,
 version_added: 0.1.0
 description:
   - On the Modelplane control plane, O(state=present) writes the workload cluster's kubeconfig Secret in
-    C(modelplane-system), the InferenceClasses its node pools use, and an InferenceCluster with
-    C(source: Existing), then waits until the cluster serves (C(Ready), C(ClusterReady), C(BackendReady) and a
+    C(modelplane-system), the InferenceClasses its node pools use, and an InferenceCluster with source
+    C(Existing), then waits until the cluster serves (C(Ready), C(ClusterReady), C(BackendReady) and a
     non-empty C(status.gateway.address)).
   - An InferenceClass is given in O(classes), generated from O(gpu_inventory) (the C(nodes) result of
     M(metalplane.inference.gpu_ready)) for the pools that use it, or, with neither, must already exist.
@@ -94,7 +94,7 @@ options:
         type: int
   classes:
     description:
-      - InferenceClasses given explicitly, by name and C(spec) (as in the XRD: C(devices), optional C(description)
+      - InferenceClasses given explicitly, by name and C(spec) (as in the XRD, with C(devices), optional C(description)
         and C(provisioning)). They win over classes generated from O(gpu_inventory).
     type: list
     elements: dict

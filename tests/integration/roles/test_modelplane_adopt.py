@@ -189,6 +189,11 @@ def test_modelplane_adopt_lifecycle(
         f"create InferenceCluster {CLUSTER}",
     ]
     assert writes.since(mark) == []
+    # A dry run before the cluster (and so its kubeconfig) exists says so instead of failing.
+    early = run_role(playbook, mp, kubeconfig.with_name("not-yet.kubeconfig"), ansible_tmp, check=True)
+    assert early.rc == 0, failure(early)
+    assert "does not exist yet" in early.task(ROLE + "Say why a dry run cannot plan the adoption", CLUSTER)["msg"]
+    assert writes.since(mark) == []
 
     # 2. Adoption: Secret, class generated from the nodes' GPUs, cluster, readiness, DRA devices.
     up = run_role(playbook, mp, kubeconfig, ansible_tmp)
