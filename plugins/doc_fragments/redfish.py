@@ -41,17 +41,34 @@ options:
       - Timeout in seconds of each HTTP request to the BMC.
     type: int
     default: 30
+  auth:
+    description:
+      - How to authenticate to the BMC.
+      - V(basic) sends the credentials with every request (HTTP Basic over TLS). No Redfish session is
+        created on the BMC, so none can pile up or be left behind by an interrupted task. This matters on
+        iDRAC8, which allows only a few sessions and then refuses logins with a misleading 401.
+        It is also two requests cheaper per task.
+      - V(session) opens one Redfish session per task and always deletes it at the end, also on failure.
+        If the BMC refuses to create a session, HTTP Basic is used instead.
+        Use it for BMCs with HTTP Basic authentication disabled (C(AccountService.HTTPBasicAuth)).
+    type: str
+    choices: [basic, session]
+    default: basic
   system_id:
     description:
-      - Id of the ComputerSystem (for example C(System.Embedded.1)). Default is the first member.
+      - Id of the ComputerSystem (for example C(System.Embedded.1)).
+      - Default on a Dell iDRAC is C(System.Embedded.1). If that is missing, the first member of C(Systems) is used.
+      - On a BMC that supports the C(only) query (DSP0266), its single member is read with one request.
+      - Otherwise the first member of C(Systems) is used.
     type: str
   manager_id:
     description:
       - Id of the Manager (for example C(iDRAC.Embedded.1)). Default is the first member.
     type: str
 notes:
-  - A Redfish session is opened per task and always deleted at the end, since iDRAC8 allows only a few
-    concurrent sessions. If the BMC has no session service, HTTP Basic authentication is used.
+  - With the default O(auth=basic) no Redfish session is created. With O(auth=session) one session is
+    opened per task and always deleted at the end. Every result carries C(requests), the number of HTTP
+    exchanges the task made.
 requirements:
   - sushy >= 5.6
 """

@@ -82,6 +82,18 @@ def make_tls_files(directory: Path, hosts: list[str]) -> tuple[Path, Path, Path]
     return ca_path, cert_path, key_path
 
 
+def _only_member(tree: Tree, state: BmcState, doc: dict[str, Any], query: str) -> dict[str, Any]:
+    """DSP0266 ``?only``: a collection with exactly one member answers with that member."""
+    if not state.p.only_member_query or "only" not in query.split("&"):
+        return doc
+    members = doc.get("Members")
+    if not isinstance(members, list) or len(members) != 1:
+        return doc  # zero or several members: the collection, as usual
+    with state.lock:
+        member = tree.get(str(members[0]["@odata.id"]), "")
+    return member if member is not None else doc
+
+
 # ------------------------------------------------------------------------------------ HTTP
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -245,6 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
                 doc = tree.get(path, query)
             if doc is None:
                 raise state.error("ResourceNotFound")
+            doc = _only_member(tree, state, doc, query)
             headers = {"ETag": _etag(doc)} if state.p.etags else {}
             if path.startswith(f"{R}/TaskService/Tasks/") and doc.get("TaskState") == "Running":
                 return Reply(202, doc, {**headers, "Location": path}), None  # a task monitor still working

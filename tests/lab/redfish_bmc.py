@@ -12,6 +12,7 @@ strips the per-BMC mount prefix.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import ssl
@@ -77,6 +78,7 @@ class BmcSpec:
     reset_unauth: float = 15.0  # then 401 for valid credentials
     lc_delay: float = 5.0  # iDRAC9: LCStatus NotReady after the reset window
     task_delay: float = 2.0  # SCP import task runtime
+    only_member_query: bool | None = None  # serve DSP0266 ``?only``; default per personality (generic)
 
     def __post_init__(self) -> None:
         if self.personality not in PERSONALITIES:
@@ -157,6 +159,8 @@ class BmcState:
         self.spec = spec
         self.name = spec.name
         self.p: Personality = PERSONALITIES[spec.personality]
+        if spec.only_member_query is not None:
+            self.p = dataclasses.replace(self.p, only_member_query=spec.only_member_query)
         self.delay_scale = delay_scale
         self.clock = clock
         self.lock = threading.RLock()

@@ -42,6 +42,7 @@ class Personality:
     bios_apply_times: tuple[str, ...]  # @Redfish.SettingsApplyTime values; () = needs an explicit job
     max_sessions: int
     pcie_under_chassis: bool
+    only_member_query: bool  # DSP0266 ``?only`` on collections, advertised in ProtocolFeaturesSupported
     default_boot_mode: str  # BIOS BootMode: "Uefi" or "Bios"
 
 
@@ -78,6 +79,7 @@ PERSONALITIES: dict[str, Personality] = {
         bios_apply_times=(),
         max_sessions=4,
         pcie_under_chassis=False,
+        only_member_query=False,
         default_boot_mode="Bios",
     ),
     "idrac9": Personality(
@@ -118,6 +120,7 @@ PERSONALITIES: dict[str, Personality] = {
         bios_apply_times=("Immediate", "OnReset", "AtMaintenanceWindowStart", "InMaintenanceWindowOnReset"),
         max_sessions=8,
         pcie_under_chassis=True,
+        only_member_query=False,
         default_boot_mode="Uefi",
     ),
     "generic": Personality(
@@ -159,6 +162,7 @@ PERSONALITIES: dict[str, Personality] = {
         bios_apply_times=("Immediate", "OnReset"),
         max_sessions=16,
         pcie_under_chassis=True,
+        only_member_query=True,
         default_boot_mode="Uefi",
     ),
 }

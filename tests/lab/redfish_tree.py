@@ -184,6 +184,8 @@ class Tree:
             "TaskService": ref(f"{R}/TaskService"),
             "Links": {"Sessions": ref(f"{R}/SessionService/Sessions")},
         }
+        if p.only_member_query:
+            doc["ProtocolFeaturesSupported"] = {"OnlyMemberQuery": True}
         return doc
 
     def odata(self) -> Doc:
@@ -268,6 +270,8 @@ class Tree:
                     }
                 }
             }
+            if p.dell_services:  # iDRAC9 (14G+) states the server generation here; iDRAC8 does not
+                doc["Oem"]["Dell"]["DellSystem"]["SystemGeneration"] = p.manager_model
         if p.boot_sources:
             doc["Links"]["Oem"] = {"Dell": {"BootSources": ref(f"{self.S}/BootSources")}}
         return doc

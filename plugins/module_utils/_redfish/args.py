@@ -19,6 +19,12 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 
 DEFAULT_TIMEOUT = 30  # seconds per HTTP request (dellemc uses 30, sushy 60)
+# How the modules authenticate (doc fragment ``auth``). ``basic``: every request carries the
+# credentials and no session exists on the BMC, so none can pile up or leak (iDRAC8 allows only a
+# handful and then answers a misleading 401). ``session``: one Redfish session per task, always
+# deleted at the end (two more requests), with a fallback to Basic when the BMC refuses a session.
+AUTH_MODES = ("basic", "session")
+DEFAULT_AUTH = "basic"
 
 REDFISH_ARGUMENT_SPEC: dict[str, Any] = {
     "bmc_url": {"type": "str", "required": True},
@@ -27,6 +33,7 @@ REDFISH_ARGUMENT_SPEC: dict[str, Any] = {
     "validate_certs": {"type": "bool", "default": True},
     "ca_path": {"type": "path"},
     "timeout": {"type": "int", "default": DEFAULT_TIMEOUT},
+    "auth": {"type": "str", "default": DEFAULT_AUTH, "choices": list(AUTH_MODES)},
     "system_id": {"type": "str"},
     "manager_id": {"type": "str"},
 }
@@ -49,6 +56,7 @@ class ConnectionParams:
     password: str
     verify: bool | str  # False, True or a CA bundle path (sushy's ``verify``)
     timeout: int
+    auth: str = DEFAULT_AUTH  # one of AUTH_MODES
     system_id: str | None = None
     manager_id: str | None = None
 
@@ -87,6 +95,9 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
     timeout = int(DEFAULT_TIMEOUT if params.get("timeout") is None else params["timeout"])
     if timeout <= 0:
         raise InputError("timeout", f"must be a positive number of seconds, got {timeout}")
+    auth = params.get("auth") or DEFAULT_AUTH
+    if auth not in AUTH_MODES:
+        raise InputError("auth", f"{auth!r} is not one of {', '.join(AUTH_MODES)}")
     verify: bool | str = bool(params.get("validate_certs", True))
     if verify and params.get("ca_path"):
         verify = str(params["ca_path"])
@@ -97,6 +108,7 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
         password=params["password"],
         verify=verify,
         timeout=timeout,
+        auth=auth,
         system_id=params.get("system_id"),
         manager_id=params.get("manager_id"),
     )

@@ -19,6 +19,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# Dell's fixed resource ids on every iDRAC (7/8/9/10, monolithic servers): what Dell's own scripts
+# and dellemc.openmanage address directly. Tried first on a Dell service (a 404 falls back to
+# listing the collection), which saves listing Systems on every task.
+DELL_MEMBER_IDS = {"Systems": "System.Embedded.1", "Managers": "iDRAC.Embedded.1"}
 IDRAC8_MODELS = (12, 13)  # 12G/13G servers carry iDRAC7/8; both behave as "8" here
 IDRAC9_MODELS = (14, 15, 16)
 _MODEL_GEN = re.compile(r"\b(\d{2})G\b", re.IGNORECASE)
@@ -57,6 +61,42 @@ def vendor_of(root_json: Mapping[str, Any], manager_json: Mapping[str, Any]) -> 
     if not vendor and generation_from_model(manager_json.get("Model")):
         return "Dell"
     return str(vendor) or "unknown"
+
+
+def root_vendor(root_json: Mapping[str, Any]) -> str | None:
+    """'Dell', another vendor, or None when the service root does not say (old services)."""
+    vendor = vendor_of(root_json, {})
+    return None if vendor == "unknown" else vendor
+
+
+def default_member_id(root_json: Mapping[str, Any], collection: str) -> str | None:
+    """The member id to try before listing ``collection`` (Dell's fixed ids), None to list."""
+    return DELL_MEMBER_IDS.get(collection) if root_vendor(root_json) == "Dell" else None
+
+
+def generation_from_system(system_json: Mapping[str, Any]) -> int | None:
+    """iDRAC generation from the System's ``Oem.Dell.DellSystem.SystemGeneration`` (iDRAC9+ has it)."""
+    oem = system_json.get("Oem")
+    dell = (oem.get("Dell") or {}) if isinstance(oem, Mapping) else {}
+    dell_system = dell.get("DellSystem") if isinstance(dell, Mapping) else None
+    if not isinstance(dell_system, Mapping):
+        return None
+    return generation_from_model(dell_system.get("SystemGeneration"))
+
+
+def quirks_without_manager(root_json: Mapping[str, Any], system_json: Mapping[str, Any]) -> str | None:
+    """Pure: the quirks name when the service root and System settle it, None when the Manager must.
+
+    A root that names a vendor other than Dell is ``generic``; a Dell System that states its
+    generation (``SystemGeneration``, iDRAC9 has it) gets that generation's quirks. Anything else (a
+    Dell System without it, a root without ``Vendor``/``Oem``) needs ``Manager.Model``.
+    """
+    vendor = root_vendor(root_json)
+    if vendor is None:
+        return None
+    if vendor != "Dell":
+        return "generic"
+    return {8: "dell_idrac8", 9: "dell_idrac9", 10: "dell_idrac9"}.get(generation_from_system(system_json) or 0)
 
 
 @dataclass(frozen=True)
@@ -125,3 +165,9 @@ def identify(
 def detect(client: Any) -> BmcIdentity:
     """Identify the BMC behind an open ``RedfishClient`` (no extra requests: reuses its resources)."""
     return identify(client.root.json, client.manager.json, client.system.json)
+
+
+def detect_quirks(client: Any) -> str:
+    """The quirks name for an open client; reads the Manager only when root and System leave it open."""
+    name = quirks_without_manager(client.root.json, client.system.json)
+    return name if name is not None else detect(client).quirks_name

@@ -21,7 +21,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 from . import boot, info, power
 from . import virtual_media as vm
 from .args import connection_params
-from .detect import detect
+from .detect import detect_quirks
 from .quirks import for_name
 from .session import SUSHY_IMPORT_ERROR, RedfishClient
 
@@ -75,7 +75,7 @@ def run_boot(module: Any) -> dict[str, Any]:
         raise InputError("device", f"{p['device']!r} is not one of {', '.join(boot.DEVICES)}")
 
     def act(client: RedfishClient, m: Any) -> dict[str, Any]:
-        quirks = for_name(detect(client).quirks_name)
+        quirks = for_name(detect_quirks(client))
         return boot.apply(client, quirks, p, check_mode=m.check_mode)
 
     return _with_client(module, act)
@@ -87,7 +87,7 @@ def run_virtual_media(module: Any) -> dict[str, Any]:
         vm.validate_image_url(p.get("image_url"))
 
     def act(client: RedfishClient, m: Any) -> dict[str, Any]:
-        quirks = for_name(detect(client).quirks_name)
+        quirks = for_name(detect_quirks(client))
         result = vm.ensure(client, quirks, p, check_mode=m.check_mode)
         result["logins"] = client.logins
         return result
@@ -99,7 +99,7 @@ def run_bmc_reset(module: Any) -> dict[str, Any]:
     p = module.params
 
     def act(client: RedfishClient, m: Any) -> dict[str, Any]:
-        quirks = for_name(detect(client).quirks_name)
+        quirks = for_name(detect_quirks(client))
         result: dict[str, Any] = {"changed": True, "quirks": quirks.name}
         if m.check_mode:
             result["reset"] = "planned"

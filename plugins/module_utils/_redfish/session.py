@@ -3,10 +3,14 @@
 """One sushy client per BMC: timeouts, TLS, a session that is always closed, request counting.
 
 Why: iDRAC8 allows only a handful of concurrent sessions and answers a misleading 401 when they
-run out, so every task opens one session and deletes it on the way out, even when it fails. The
-client also counts every HTTP exchange (a ``requests`` response hook on this client's own
-session, no globals), which is what the benchmark and the integration tests read. Waiting for a
-BMC to come back after a reset lives here too, because it has to drop and re-create the client.
+run out. With ``auth: basic`` (the default) no session exists at all; with ``auth: session`` every
+task opens one session and deletes it on the way out, even when it fails. The System is located
+with as few requests as the service allows (``system_id``; Dell's fixed id; DSP0266's ``?only``
+where the root advertises it; else listing the collection) and kept: it is what every module reads
+first, and with Basic auth its GET is also the credential check. The client counts every HTTP
+exchange (a ``requests`` response hook on this client's own session, no globals), which is what
+the benchmark and the integration tests read. Waiting for a BMC to come back after a reset lives
+here too, because it has to drop and re-create the client.
 
 This file is PRIVATE to the collection: other collections must not import it.
 """
@@ -23,6 +27,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
 
 from .args import ConnectionParams
+from .detect import default_member_id
 from .errors import AUTH, NOT_READY, AuthenticationError, classify, from_sushy, message_ids
 
 try:
@@ -31,6 +36,8 @@ try:
     from sushy import auth as sushy_auth
     from sushy import connector as sushy_connector
     from sushy import exceptions as sushy_exceptions
+    from sushy.resources import base as sushy_base
+    from sushy.resources.system import system as sushy_system
 
     SUSHY_IMPORT_ERROR: str | None = None
 except ImportError:  # pragma: no cover - exercised by the sanity import test
@@ -103,27 +110,33 @@ class RedfishClient:
         )
         conn._session.hooks["response"].append(self.log.hook)
         self._conn = conn
-        self._auth = sushy_auth.SessionOrBasicAuth(username=p.username, password=p.password)
+        if p.auth == "session":
+            self._auth = sushy_auth.SessionOrBasicAuth(username=p.username, password=p.password)
+        else:
+            self._auth = sushy_auth.BasicAuth(username=p.username, password=p.password)
         try:
             self.root = sushy.Sushy(p.base_url, root_prefix=p.root_prefix, auth=self._auth, connector=conn)
-            # sushy falls back to Basic auth silently; a wrong password only shows on the next GET.
-            if self._auth.get_session_key() is None:
-                self._system = self.root.get_system(self.system_path())
+            # Basic auth (chosen, or sushy's silent fallback) sends no login request: a wrong
+            # password shows on the first GET, so read the System, which every module needs, now.
+            self._system = self._load_system()
+            self._system_path = str(self._system.path)
         except Exception as exc:
             self._drop()
+            if isinstance(exc, MetalplaneError):
+                raise
             raise from_sushy(exc, f"Logging in to {p.bmc_url}") from exc
         self.logins += 1
 
     def close(self) -> None:
         """Delete the session (if any) and close the HTTP connection pool; never raises."""
         if self._auth is not None and self._conn is not None:
-            session_uri = self._auth.get_session_resource_id()
+            session_uri = self._session_uri()
             if session_uri:
                 # allow_reauth=False: on a 401 (session already gone, e.g. after a BMC reset) sushy
                 # would log in again to retry the DELETE, and leak that new session.
                 with contextlib.suppress(Exception):  # best effort: the BMC may be rebooting
                     self._conn.delete(session_uri, allow_reauth=False)
-            self._auth.reset_session_attrs()
+                self._auth.reset_session_attrs()
         self._drop()
 
     def _drop(self) -> None:
@@ -141,19 +154,55 @@ class RedfishClient:
         self.close()
         self.connect()
 
+    def _session_uri(self) -> str | None:
+        """The open session's URI; None with Basic auth (chosen, or sushy's fallback)."""
+        getter = getattr(self._auth, "get_session_resource_id", None)
+        return getter() if getter is not None else None
+
     @property
     def session_auth(self) -> bool:
-        return self._auth is not None and self._auth.get_session_key() is not None
+        getter = getattr(self._auth, "get_session_key", None)
+        return getter is not None and getter() is not None
 
     # -- resources -------------------------------------------------------------------------
     def _member_path(self, collection: str, identity: str | None) -> str:
         prefix = self.params.root_prefix
         if identity:
             return f"{prefix}{collection}/{identity}"
-        members = self._conn.get(f"{prefix}{collection}").json().get("Members") or []
+        return self._first_member(self._conn.get(f"{prefix}{collection}").json(), collection)
+
+    def _first_member(self, body: dict[str, Any], collection: str) -> str:
+        members = body.get("Members") or []
         if not members:
             raise NotFoundError(f"The BMC at {self.params.bmc_url} lists no {collection}")
         return str(members[0]["@odata.id"])
+
+    def _load_system(self) -> Any:
+        """Locate and read the System with one GET where the service allows it.
+
+        ``system_id`` -> that member; a Dell root -> ``System.Embedded.1`` (a 404 falls back to
+        listing); a root advertising ``ProtocolFeaturesSupported.OnlyMemberQuery`` ->
+        ``Systems?only``, which returns the member itself when it is the only one (DSP0266);
+        otherwise list ``Systems`` and read the first member.
+        """
+        prefix = self.params.root_prefix
+        if self._system_path:  # located before (a reconnect after a BMC reset)
+            return self.root.get_system(self._system_path)
+        if self.params.system_id:
+            return self.root.get_system(self._member_path("Systems", self.params.system_id))
+        root_json = self.root.json or {}
+        guess = default_member_id(root_json, "Systems")
+        if guess:
+            try:
+                return self.root.get_system(f"{prefix}Systems/{guess}")
+            except sushy_exceptions.ResourceNotFoundError:
+                pass
+        if (root_json.get("ProtocolFeaturesSupported") or {}).get("OnlyMemberQuery"):
+            body = self._conn.get(f"{prefix}Systems?only").json()
+            if "Members" in body or not body.get("@odata.id"):
+                return self.root.get_system(self._first_member(body, "Systems"))
+            return _system_from_document(self.root, self._conn, body)
+        return self.root.get_system(self._member_path("Systems", None))
 
     def system_path(self) -> str:
         if self._system is not None:
@@ -301,6 +350,25 @@ class RedfishClient:
             sleep=do_sleep,
         )
         return polls
+
+
+def _system_from_document(root: Any, conn: Any, body: dict[str, Any]) -> Any:
+    """A sushy System built from a document already fetched (``?only``), without reading it again.
+
+    ``sushy.System.__init__`` takes no document, but its base ``ResourceBase`` does (``json_doc``,
+    the way sushy builds expanded members); later refreshes GET the System's own path as usual.
+    """
+    system = sushy_system.System.__new__(sushy_system.System)
+    sushy_base.ResourceBase.__init__(
+        system,
+        conn,
+        str(body["@odata.id"]),
+        redfish_version=root.redfish_version,
+        registries=root.lazy_registries,
+        root=root,
+        json_doc=body,
+    )
+    return system
 
 
 def sushy_error_types() -> tuple[type[BaseException], ...]:

@@ -159,6 +159,33 @@ def test_sushy_walks_the_prefixed_tree(
     assert all(r.status != 404 for r in lab.bmc(name).requests)
 
 
+@pytest.mark.parametrize(
+    ("personality", "advertised", "only_answers", "generation"),
+    [
+        ("idrac8", False, "collection", None),  # ServiceRoot 1.0-era: no ProtocolFeaturesSupported
+        ("idrac9", False, "collection", "14G Monolithic"),  # DellSystem.SystemGeneration (iDRAC9 has it)
+        ("generic", True, "member", None),
+    ],
+)
+def test_only_member_query_and_system_generation(
+    lab: RedfishLab, personality: str, advertised: bool, only_answers: str, generation: str | None
+) -> None:
+    """DSP0266 ``?only``: one member -> that member, where the root advertises it; else ignored."""
+    name = NAMES[personality]
+    root = raw(lab, name, "GET", "/redfish/v1").json()
+    assert bool((root.get("ProtocolFeaturesSupported") or {}).get("OnlyMemberQuery")) is advertised
+    body = raw(lab, name, "GET", "/redfish/v1/Systems?only").json()
+    system_path = f"/bmc/{name}/redfish/v1/Systems/{SYSTEM[personality]}"
+    if only_answers == "member":
+        assert (body["@odata.id"], "Members" in body) == (system_path, False)
+        assert body["PowerState"] in ("On", "Off")
+    else:
+        assert [m["@odata.id"] for m in body["Members"]] == [system_path]
+    system = raw(lab, name, "GET", f"/redfish/v1/Systems/{SYSTEM[personality]}").json()
+    dell_system = (system.get("Oem") or {}).get("Dell", {}).get("DellSystem", {})
+    assert dell_system.get("SystemGeneration") == generation
+
+
 def test_tls_needs_the_lab_ca(lab: RedfishLab) -> None:
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(lab.url("gen-1") + "/redfish/v1", timeout=5)  # system CAs only

@@ -26,6 +26,15 @@ FIRST_BOOT_ENTRY = {
     "idrac9": "PXE Device 1: Integrated NIC 1 Port 1 Partition 1",  # BootOption display name
     "generic": "Boot0001",  # BootOption id
 }
+# HTTP requests per task with the default ``auth: basic`` (counted by the module, every exchange).
+# The benchmark's anchor, community.general.redfish_command, makes 4 / 5 / 8 without verifying.
+# ``auth: session`` adds exactly two (login POST, logout DELETE).
+REQUESTS = {
+    # power on (Off -> On, read back); one-time virtual CD (iDRAC8: SCP import + task poll); insert + read back
+    "idrac8": {"on": 4, "virtual cd once": 5, "insert clean": 8},
+    "idrac9": {"on": 4, "virtual cd once": 5, "insert clean": 7},
+    "generic": {"on": 4, "virtual cd once": 5, "insert clean": 7},
+}
 EXPECTED = {
     "idrac8": {"generation": 8, "quirks": "dell_idrac8", "vcd": "Dell SCP ImportSystemConfiguration", "slot": "CD"},
     "idrac9": {"generation": 9, "quirks": "dell_idrac9", "vcd": "BootSourceOverride", "slot": "1"},
@@ -54,6 +63,7 @@ TASKS: list[dict[str, Any]] = [
     {"name": "on check", FQ + "redfish_power": {**C, "state": "on"}, "check_mode": True},
     {"name": "on", FQ + "redfish_power": {**C, "state": "on", "wait_timeout": 30}},
     {"name": "on again", FQ + "redfish_power": {**C, "state": "on"}},
+    {"name": "on again, session", FQ + "redfish_power": {**C, "state": "on", "auth": "session"}},
     {"name": "virtual cd once", FQ + "redfish_boot": {**C, "device": "virtual_cd"}},
     _fault("boot_order_reverts"),
     {
@@ -67,6 +77,8 @@ TASKS: list[dict[str, Any]] = [
         "check_mode": True,
     },
     {"name": "same mode", FQ + "redfish_boot": {**C, "mode": "{{ facts.redfish.boot.override_mode }}"}},
+    {"name": "insert clean", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
+    {"name": "eject clean", FQ + "redfish_virtual_media": {**MEDIA, "state": "ejected", "auth": "session"}},
     _fault("insert_sys446"),
     {"name": "insert sys446", FQ + "redfish_virtual_media": {**MEDIA, "state": "inserted", "image_url": ISO}},
     {"name": "eject all", FQ + "redfish_virtual_media": {**MEDIA, "state": "ejected"}},
@@ -76,7 +88,7 @@ TASKS: list[dict[str, Any]] = [
     _fault("busy_503"),
     {"name": "info through a 503", FQ + "redfish_info": C},
     _fault("session_limit"),
-    {"name": "info with sessions full", FQ + "redfish_info": C},
+    {"name": "info with sessions full", FQ + "redfish_info": {**C, "auth": "session"}},
     {"name": "bmc reset", FQ + "bmc_reset": {**C, "wait_timeout": 60}},
     {"name": "info after", FQ + "redfish_info": C},
     {"name": "off", FQ + "redfish_power": {**C, "state": "off", "graceful_timeout": 10, "wait_timeout": 30}},
@@ -141,6 +153,13 @@ def _check(run: Any, redfish_lab: RedfishLab, personality: str) -> None:
     on = task("on")
     assert (on["changed"], on["power_state"], on["diff"]["after"]) == (True, "On", {"power_state": "On"})
     assert task("on again")["changed"] is False
+    # the request budget (issue 4): no more than community.general, with the result read back
+    for name, count in REQUESTS[personality].items():
+        assert task(name)["requests"] == count, (name, task(name)["requests"])
+    # auth: session = the same reads plus one login and one logout, and the session is gone after
+    session_on = task("on again, session")
+    assert (session_on["changed"], session_on["requests"]) == (False, task("on again")["requests"] + 2)
+    assert bmc.counters["session_login"] == bmc.counters["session_logout"] >= 2
 
     vcd = task("virtual cd once")
     assert vcd["changed"] is True
@@ -158,6 +177,9 @@ def _check(run: Any, redfish_lab: RedfishLab, personality: str) -> None:
     assert mode["plan"]["mode"] in ("UEFI", "Legacy")
     assert task("same mode")["changed"] is False  # never re-sent when unchanged
 
+    clean = task("insert clean")
+    assert (clean["changed"], clean["recovered_by"], clean["slot"]) == (True, "none", want["slot"])
+    assert task("eject clean")["ejected"] == [want["slot"]]
     sys446 = task("insert sys446")
     assert (sys446["changed"], sys446["recovered_by"], sys446["slot"]) == (True, "eject_retry", want["slot"])
     assert task("eject all")["ejected"] == [want["slot"]]
@@ -166,7 +188,7 @@ def _check(run: Any, redfish_lab: RedfishLab, personality: str) -> None:
     assert vrm["logins"] == 2  # logged in again after the reset
     assert task("insert again")["changed"] is False
 
-    # a 503 burst is retried; a full session table falls back to Basic auth (no leaked session)
+    # a 503 burst is retried; with auth: session a full session table falls back to Basic auth
     assert task("info through a 503")["redfish"]["power_state"] == "On"
     assert bmc.counters["fault:busy_503"] == 1
     assert task("info with sessions full")["redfish"]["quirks"] == want["quirks"]

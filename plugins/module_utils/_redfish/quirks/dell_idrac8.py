@@ -11,6 +11,11 @@
 * Virtual media lives under the Manager (CD, RemovableDisk).
 * Dell's iDRACReset service is missing: reset with ``Manager.Reset GracefulRestart``.
 
+sushy's ``manager.get_oem_extension('Dell')`` reads the Manager twice more (it clones the resource,
+then refreshes it to parse the OEM subtree). ``dell_manager_extension`` builds the same sushy
+``DellManagerExtension`` from the Manager document this task already read, through sushy's own
+reader hook, so the SCP boot costs the import POST and the task poll only.
+
 This file is PRIVATE to the collection: other collections must not import it.
 """
 
@@ -18,15 +23,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import UnsupportedError
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import RedfishError, UnsupportedError
 
 from . import BootOrderState
 from .generic import Generic
 
 try:
     import sushy
+    from sushy.oem.dell.resources.manager.manager import DellManagerExtension
+    from sushy.resources import base as sushy_base
+
+    _READER_BASE: Any = sushy_base.AbstractDataReader
 except ImportError:  # pragma: no cover - guarded by session.SUSHY_IMPORT_ERROR
     sushy = None
+    _READER_BASE = object
+
+SCP_TASK_DONE = "Completed"  # Task.TaskState of a finished SCP import; Exception/Killed/Cancelled = failed
+
+
+class _LoadedReader(_READER_BASE):  # type: ignore[misc,valid-type]
+    """sushy data reader that serves a document this task already read (no HTTP)."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self._document = document
+
+    def get_data(self) -> Any:
+        return sushy_base.FieldData(200, {}, self._document)
+
+
+def dell_manager_extension(client: Any) -> Any:
+    """sushy's Dell OEM extension of the client's Manager, parsed from the Manager already read."""
+    manager = client.manager
+    extension = DellManagerExtension(
+        client._conn,
+        manager.path,
+        redfish_version=manager.redfish_version,
+        registries=manager.registries,
+        reader=_LoadedReader(manager.json),
+        root=manager.root,
+    )
+    return extension.set_parent_resource(manager, "Dell")
+
 
 BIOS_MODES = {"UEFI": "Uefi", "Legacy": "Bios"}  # BootSourceOverrideMode -> BIOS BootMode
 
@@ -48,8 +85,9 @@ class DellIdrac8(Generic):
     def set_one_time_boot(self, client: Any, device: str, persistent: bool) -> dict[str, Any]:
         if device != "virtual_cd":
             return super().set_one_time_boot(client, device, persistent)
-        oem = client.call("Loading Dell's OEM extension", client.manager.get_oem_extension, "Dell")
-        client.call(
+        oem = client.call("Loading Dell's OEM extension", dell_manager_extension, client)
+        # sushy posts the import and polls its task until the iDRAC stops answering 202.
+        response = client.call(
             "Booting the virtual CD through Dell's configuration import (SCP)",
             oem.set_virtual_boot_device,
             sushy.VIRTUAL_MEDIA_CD,
@@ -57,10 +95,14 @@ class DellIdrac8(Generic):
             manager=client.manager,
             system=client.system,
         )
+        task_state = scp_task_state(response)
+        if task_state not in (None, SCP_TASK_DONE):
+            raise RedfishError(f"Dell's configuration import (SCP) for the virtual CD boot ended {task_state}")
         return {
             "method": "Dell SCP ImportSystemConfiguration",
             "target": "VCD-DVD",
             "enabled": "Continuous" if persistent else "Once",
+            "verified": task_state == SCP_TASK_DONE,
         }
 
     # -- BIOS-backed settings --------------------------------------------------------------
@@ -135,6 +177,18 @@ class DellIdrac8(Generic):
             "Resetting the iDRAC (GracefulRestart)", client.manager.reset_manager, sushy.ResetType.GRACEFUL_RESTART
         )
         return "Manager.Reset GracefulRestart"
+
+
+def scp_task_state(response: Any) -> str | None:
+    """Pure: ``TaskState`` of the final SCP task document (None when the reply has no JSON body)."""
+    try:
+        body = response.json() if getattr(response, "content", b"") else None
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    state = body.get("TaskState") or ((body.get("Oem") or {}).get("Dell") or {}).get("JobState")
+    return str(state) if state else None
 
 
 def plan_boot_seq(entries: list[dict[str, Any]], new_order: list[str]) -> list[dict[str, Any]]:

@@ -63,3 +63,23 @@ def test_spec_secrets_and_fallbacks() -> None:
     assert REDFISH_ARGUMENT_SPEC["password"]["fallback"][1] == ["REDFISH_PASSWORD"]
     assert REDFISH_ARGUMENT_SPEC["username"]["fallback"][1] == ["REDFISH_USERNAME"]
     assert REDFISH_ARGUMENT_SPEC["validate_certs"]["default"] is True
+
+
+@pytest.mark.parametrize(
+    ("given", "auth"),
+    [
+        ({}, "basic"),  # the default: no session on the BMC to exhaust or leak
+        ({"auth": None}, "basic"),
+        ({"auth": "basic"}, "basic"),
+        ({"auth": "session"}, "session"),
+    ],
+)
+def test_auth_mode(given: dict[str, object], auth: str) -> None:
+    assert connection_params(_params(**given)).auth == auth
+
+
+def test_auth_mode_rejects_unknown_and_spec_matches() -> None:
+    with pytest.raises(InputError) as info:
+        connection_params(_params(auth="token"))
+    assert info.value.field == "auth"
+    assert REDFISH_ARGUMENT_SPEC["auth"] == {"type": "str", "default": "basic", "choices": ["basic", "session"]}

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.detect import (
+    default_member_id,
     generation_from_model,
+    generation_from_system,
     identify,
+    quirks_without_manager,
 )
 
 
@@ -108,3 +113,62 @@ def test_identify_boot_features() -> None:
     ident8 = identify({"Vendor": "Dell"}, IDRAC8_MANAGER, {"Boot": {}})
     assert ident8.boot_order is False
     assert ident8.boot_sources is True
+
+
+DELL_ROOT = {"Vendor": "Dell", "Product": "Integrated Dell Remote Access Controller"}
+DELL_OEM_ROOT = {"Oem": {"Dell": {"ServiceTag": "GTS7DV2"}}}  # older roots: no Vendor, an Oem.Dell block
+CONTOSO_ROOT = {"Vendor": "Contoso"}
+
+
+def _dell_system(generation: str | None) -> dict[str, Any]:
+    dell_system: dict[str, Any] = {"Id": "System.Embedded.1"}
+    if generation:
+        dell_system["SystemGeneration"] = generation
+    return {"Manufacturer": "Dell Inc.", "Oem": {"Dell": {"DellSystem": dell_system}}}
+
+
+@pytest.mark.parametrize(
+    ("root", "system", "quirks"),
+    [
+        (CONTOSO_ROOT, {"Manufacturer": "Contoso"}, "generic"),  # a non-Dell root: no Manager needed
+        (DELL_ROOT, _dell_system("14G Monolithic"), "dell_idrac9"),
+        (DELL_ROOT, _dell_system("16G Monolithic"), "dell_idrac9"),
+        (DELL_ROOT, _dell_system("17G Monolithic"), "dell_idrac9"),  # iDRAC10 shares the iDRAC9 quirks
+        (DELL_ROOT, _dell_system("13G Monolithic"), "dell_idrac8"),
+        (DELL_OEM_ROOT, _dell_system("15G Monolithic"), "dell_idrac9"),
+        (DELL_ROOT, _dell_system(None), None),  # iDRAC8 states no generation: read Manager.Model
+        (DELL_ROOT, {"Oem": "garbage"}, None),
+        (DELL_ROOT, {}, None),
+        ({}, _dell_system("14G Monolithic"), None),  # a root that names no vendor: read the Manager
+    ],
+)
+def test_quirks_without_manager(root: dict[str, Any], system: dict[str, Any], quirks: str | None) -> None:
+    assert quirks_without_manager(root, system) == quirks
+
+
+@pytest.mark.parametrize(
+    ("root", "collection", "member"),
+    [
+        (DELL_ROOT, "Systems", "System.Embedded.1"),
+        (DELL_OEM_ROOT, "Managers", "iDRAC.Embedded.1"),
+        (DELL_ROOT, "Chassis", None),
+        (CONTOSO_ROOT, "Systems", None),
+        ({}, "Systems", None),
+    ],
+)
+def test_default_member_id(root: dict[str, Any], collection: str, member: str | None) -> None:
+    assert default_member_id(root, collection) == member
+
+
+@pytest.mark.parametrize(
+    ("system", "generation"),
+    [
+        (_dell_system("14G Monolithic"), 9),
+        (_dell_system("13G Modular"), 8),
+        (_dell_system(None), None),
+        ({"Oem": {"Dell": "x"}}, None),
+        ({}, None),
+    ],
+)
+def test_generation_from_system(system: dict[str, Any], generation: int | None) -> None:
+    assert generation_from_system(system) == generation

@@ -101,3 +101,130 @@ def test_close_deletes_the_session_without_logging_in_again() -> None:
     assert calls[-1] == ("closed", {})
     assert FakeAuth.reset is True
     assert client._conn is None
+
+
+class _Listing:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def json(self) -> dict[str, Any]:
+        return self.body
+
+
+class _FakeRoot:
+    """Just what ``_load_system`` touches: the root JSON and ``get_system``."""
+
+    redfish_version = "1.4.0"
+    lazy_registries: dict[str, Any] = {}
+
+    def __init__(self, root_json: dict[str, Any], missing: set[str]) -> None:
+        self.json = root_json
+        self.missing = missing
+        self.read: list[str] = []
+
+    def get_system(self, path: str) -> Any:
+        import sushy
+
+        self.read.append(path)
+        if path in self.missing:
+            raise sushy.exceptions.ResourceNotFoundError("GET", path, _Resp(404, {}))
+        return type("System", (), {"path": path})()
+
+
+ONE_SYSTEM = {"Members": [{"@odata.id": "/redfish/v1/Systems/Self"}]}
+
+
+@pytest.mark.parametrize(
+    ("system_id", "root_json", "missing", "listing", "reads", "path"),
+    [
+        # system_id: that member, nothing listed
+        ("S1", {"Vendor": "Dell"}, set(), None, ["/redfish/v1/Systems/S1"], "/redfish/v1/Systems/S1"),
+        # Dell: the fixed id first
+        (
+            None,
+            {"Vendor": "Dell"},
+            set(),
+            None,
+            ["/redfish/v1/Systems/System.Embedded.1"],
+            "/redfish/v1/Systems/System.Embedded.1",
+        ),
+        # Dell with another id: the 404 falls back to listing
+        (
+            None,
+            {"Vendor": "Dell"},
+            {"/redfish/v1/Systems/System.Embedded.1"},
+            ("/redfish/v1/Systems", ONE_SYSTEM),
+            ["/redfish/v1/Systems/System.Embedded.1", "/redfish/v1/Systems/Self"],
+            "/redfish/v1/Systems/Self",
+        ),
+        # no vendor hint, no ?only: list, then read the first member
+        (
+            None,
+            {"Vendor": "Contoso"},
+            set(),
+            ("/redfish/v1/Systems", ONE_SYSTEM),
+            ["/redfish/v1/Systems/Self"],
+            "/redfish/v1/Systems/Self",
+        ),
+        # ?only advertised but several members: the collection comes back, read the first member
+        (
+            None,
+            {"ProtocolFeaturesSupported": {"OnlyMemberQuery": True}},
+            set(),
+            ("/redfish/v1/Systems?only", {"Members": [{"@odata.id": "/redfish/v1/Systems/A"}, {"@odata.id": "x"}]}),
+            ["/redfish/v1/Systems/A"],
+            "/redfish/v1/Systems/A",
+        ),
+    ],
+)
+def test_load_system_locates_with_few_requests(
+    *,
+    system_id: str | None,
+    root_json: dict[str, Any],
+    missing: set[str],
+    listing: tuple[str, dict[str, Any]] | None,
+    reads: list[str],
+    path: str,
+) -> None:
+    gets: list[str] = []
+
+    class Conn:
+        def get(self, url: str) -> _Listing:
+            gets.append(url)
+            if listing is None or url != listing[0]:
+                raise AssertionError(f"unexpected GET {url}")
+            return _Listing(listing[1])
+
+    params = connection_params(
+        {"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "system_id": system_id}
+    )
+    client = RedfishClient(params)
+    client.root, client._conn = _FakeRoot(root_json, missing), Conn()
+    assert client._load_system().path == path
+    assert client.root.read == reads
+    assert gets == ([listing[0]] if listing else [])
+
+
+def test_only_member_answer_builds_the_system_without_another_get() -> None:
+    body = {
+        "@odata.id": "/redfish/v1/Systems/1",
+        "@odata.type": "#ComputerSystem.v1_13_0.ComputerSystem",
+        "Id": "1",
+        "PowerState": "Off",
+    }
+
+    class Conn:
+        calls: list[str] = []
+
+        def get(self, url: str, **_kw: Any) -> _Listing:
+            Conn.calls.append(url)
+            return _Listing(body)
+
+    params = connection_params({"bmc_url": "https://bmc.example", "username": "root", "password": "pw"})
+    client = RedfishClient(params)
+    client.root = _FakeRoot({"ProtocolFeaturesSupported": {"OnlyMemberQuery": True}}, set())
+    client._conn = Conn()
+    system = client._load_system()
+    assert (system.path, system.identity, system.power_state.value) == ("/redfish/v1/Systems/1", "1", "Off")
+    assert Conn.calls == ["/redfish/v1/Systems?only"]
+    assert client.root.read == []
