@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -112,6 +113,7 @@ def run_role(
     ansible_tmp: Path,
     *,
     check: bool = False,
+    timeline: Path | None = None,
     **role_vars: Any,
 ) -> Any:
     params = {
@@ -130,7 +132,16 @@ def run_role(
             "roles": [{"role": "metalplane.inference.modelplane_adopt", "vars": params}],
         }
     ]
-    return playbook(plays, inventory=f"{CLUSTER},", env={"TMPDIR": str(ansible_tmp)}, check=check, timeout=300)
+    env = {"TMPDIR": str(ansible_tmp)}
+    if timeline is not None:
+        env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
+    return playbook(plays, inventory=f"{CLUSTER},", env=env, check=check, timeout=300)
+
+
+def phase_tasks(timeline: Path) -> dict[str, int]:
+    """Tasks per phase of the cluster, from the timeline callback's report."""
+    report = json.loads((timeline / "timeline.json").read_text())
+    return {phase: record["tasks"] for phase, record in report["clusters"][CLUSTER]["phases"].items()}
 
 
 def failure(run: Any) -> str:
@@ -173,7 +184,7 @@ def replica(name: str, cluster: str) -> dict[str, Any]:
 
 
 def test_modelplane_adopt_lifecycle(
-    lab: tuple[ModelplaneEmulator, Any, Path, Writes], playbook: Callable[..., Any], ansible_tmp: Path
+    lab: tuple[ModelplaneEmulator, Any, Path, Writes], playbook: Callable[..., Any], ansible_tmp: Path, tmp_path: Path
 ) -> None:
     mp, workload, kubeconfig, writes = lab
 
@@ -196,8 +207,11 @@ def test_modelplane_adopt_lifecycle(
     assert writes.since(mark) == []
 
     # 2. Adoption: Secret, class generated from the nodes' GPUs, cluster, readiness, DRA devices.
-    up = run_role(playbook, mp, kubeconfig, ansible_tmp)
+    up = run_role(playbook, mp, kubeconfig, ansible_tmp, timeline=tmp_path / "up")
     assert up.rc == 0, failure(up)
+    # The role's tasks count as adoption for the timeline (the argument validation and the include as other).
+    assert phase_tasks(tmp_path / "up").keys() == {"adoption", "other"}
+    assert phase_tasks(tmp_path / "up")["adoption"] >= 6
     adopted = up.task(ADOPT, CLUSTER)
     assert adopted["cluster"]["ready"] is True
     assert adopted["cluster"]["gateway_address"] == gateway_address(CLUSTER)
@@ -252,8 +266,17 @@ def test_modelplane_adopt_lifecycle(
     assert mp.api.get(MP, "InferenceCluster", CLUSTER) is not None
 
     # 5. With drain: the replica is deleted, then the cluster, its Secret and the now unused class.
-    down = run_role(playbook, mp, kubeconfig, ansible_tmp, modelplane_state="absent", modelplane_drain=True)
+    down = run_role(
+        playbook,
+        mp,
+        kubeconfig,
+        ansible_tmp,
+        timeline=tmp_path / "down",
+        modelplane_state="absent",
+        modelplane_drain=True,
+    )
     assert down.rc == 0, failure(down)
+    assert phase_tasks(tmp_path / "down").keys() == {"teardown", "other"}
     removed = down.task(UNADOPT, CLUSTER)
     assert removed["drained"] == ["default/chat-0"]
     assert removed["classes"] == [{"name": CLASS, "managed": True, "action": "deleted"}]
