@@ -30,7 +30,7 @@ import contextlib
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     ApiError,
@@ -50,6 +50,11 @@ from .cluster import find_by_label
 from .cluster_ops import list_clusters
 from .plans import describe_gpu_plan
 from .versions import resolve_version
+
+if TYPE_CHECKING:
+    Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+    # A network another cluster declared: (cluster, its vpc_id, the network).
+    Declared = tuple[str, Any, Network]
 
 # VKE assigns these to every cluster (API fields cluster_subnet / service_subnet, read-only).
 VKE_POD_SUBNET = "10.244.0.0/16"
@@ -173,9 +178,6 @@ def check_pool(problems: list[Problem], where: str, pool: Any) -> None:
     _check_counts(problems, where, pool)
 
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
 def _networks(problems: list[Problem], where: str, value: Any) -> list[Network]:
     parsed: list[Network] = []
     if value is None:
@@ -192,10 +194,6 @@ def _networks(problems: list[Problem], where: str, value: Any) -> list[Network]:
                 hint = f"; did you mean {ipaddress.ip_network(str(cidr), strict=False)}?"
             problems.append(Problem(f"{where}[{index}]", f"{cidr!r} is not a network ({exc}){hint}"))
     return parsed
-
-
-# A network another cluster declared: (cluster, its vpc_id, the network).
-Declared = tuple[str, Any, Network]
 
 
 def _check_overlaps(
