@@ -1,0 +1,144 @@
+"""playbooks/site.yml's preflight on the lab inventory: bad input is refused before anything exists.
+
+Why here and not in molecule: molecule's lab scenario proves the happy path (up, again with no
+change, verify, down); these runs prove the refusals. Each one checks, on the emulators' side, that
+no write request reached Vultr and that nothing was written to the Modelplane control plane.
+The emulators run in-process; a state directory with the endpoints.yml labctl would write lets the
+shipped inventories/lab drive them.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lab.kube import KubeEmulator
+from lab.modelplane import ModelplaneEmulator
+from lab.vultr import VultrEmulator
+
+REPO = Path(__file__).resolve().parents[2]
+SITE = REPO / "playbooks" / "site.yml"
+INVENTORY = REPO / "inventories" / "lab"
+API_KEY = "lab-vultr-api-key"
+PREFLIGHT = "Check every cluster against the inventory rules and the Vultr account (read-only)"
+
+
+class ControlPlaneWrites:
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, rtype: Any, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.count += 1
+
+
+@pytest.fixture
+def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
+    with (
+        ModelplaneEmulator(delay_scale=0.0) as mp,
+        VultrEmulator(delay_scale=0.0, api_key=API_KEY, twin=True, validator_ready_after=0) as vultr,
+    ):
+        writes = ControlPlaneWrites()
+        mp.api.server_api.on_write.append(writes)
+        state = ansible_tmp / "state"
+        state.mkdir()
+        endpoints = {
+            "lab": {"state_dir": str(state), "delay_scale": 0.0, "longhorn_chart_path": "", "helm": ""},
+            "emulators": {
+                "vultr": {"api_endpoint": vultr.endpoint, "api_key": API_KEY},
+                "modelplane": {"kubeconfig": str(mp.kubeconfig_path)},
+            },
+        }
+        (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
+        yield {"vultr": vultr, "writes": writes, "state": state, "tmp": ansible_tmp}
+
+
+def run_site(playbook: Callable[..., Any], lab: dict[str, Any], **extra_vars: Any) -> Any:
+    env = {"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"]), "VULTR_API_KEY": ""}
+    return playbook(SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env)
+
+
+def assert_nothing_created(lab: dict[str, Any]) -> None:
+    assert {r["method"] for r in lab["vultr"].requests} <= {"GET"}
+    assert lab["writes"].count == 0
+    assert not (lab["state"] / "kubeconfigs").exists()
+
+
+def pool(**changes: Any) -> dict[str, Any]:
+    base = {"name": "l40s-1x", "plan": "vcg-l40s-16c-180g-48vram", "gpu": {"type": "L40S", "count": 1}}
+    return {**base, "node_quantity": 1, **changes}
+
+
+def test_bad_inventory_lists_every_problem_and_creates_nothing(playbook: Callable[..., Any], lab: dict) -> None:
+    run = run_site(
+        playbook,
+        lab,
+        vke_cluster_gpu_pools=[
+            pool(node_quantity=3, max_nodes=2),
+            pool(name="a16-1x", gpu={"type": "A16", "count": 1}),
+        ],
+        cluster_networks=["10.244.0.0/20"],
+    )
+    assert run.rc != 0
+    problems = {p["field"]: p["msg"] for p in run.task(PREFLIGHT, "lab-ewr-1")["error"]["problems"]}
+    assert set(problems) == {"lab-ewr-1.gpu_pools[l40s-1x].node_quantity", "lab-ewr-1.networks"}
+    assert_nothing_created(lab)
+    # the inventory's shape is sound, the platform's facts are not: the GPU model does not match the plan
+    run = run_site(playbook, lab, vke_cluster_gpu_pools=[pool(name="a16-1x", gpu={"type": "A16", "count": 1})])
+    problems = {p["field"]: p["msg"] for p in run.task(PREFLIGHT, "lab-ewr-1")["error"]["problems"]}
+    assert list(problems) == ["lab-ewr-1.gpu_pools[a16-1x].gpu.type"]
+    assert "a l40s plan" in problems["lab-ewr-1.gpu_pools[a16-1x].gpu.type"]
+    assert_nothing_created(lab)
+
+
+@pytest.mark.parametrize(
+    ("extra_vars", "task", "words"),
+    [
+        ({"vultr_api_key": ""}, "Check that the Vultr API key is configured", "No Vultr API key"),
+        ({"vultr_api_key": "wrong-key"}, PREFLIGHT, "api_key: rejected by the Vultr API (HTTP 401)"),
+        ({"vke_cluster_kubeconfig_dir": ""}, "Check the Modelplane settings", "vke_cluster_kubeconfig_dir"),
+    ],
+)
+def test_missing_or_rejected_settings_are_refused(
+    playbook: Callable[..., Any], lab: dict, extra_vars: dict[str, Any], task: str, words: str
+) -> None:
+    run = run_site(playbook, lab, **extra_vars)
+    assert run.rc != 0
+    result = run.task(task, "lab-ewr-1")
+    assert result["failed"]
+    assert words in result["msg"]
+    assert "wrong-key" not in run.stdout + run.stderr
+    assert_nothing_created(lab)
+
+
+def test_unreachable_or_foreign_control_plane_is_refused(playbook: Callable[..., Any], lab: dict) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = yaml.safe_load(Path(lab_kubeconfig(lab)).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    dead = lab["tmp"] / "dead.kubeconfig"
+    dead.write_text(yaml.safe_dump(config))
+    run = run_site(playbook, lab, modelplane_kubeconfig=str(dead))
+    assert run.rc != 0
+    assert run.task("Check that the Modelplane control plane answers and serves InferenceClusters", "lab-ewr-1")[
+        "failed"
+    ]
+    assert_nothing_created(lab)
+    with KubeEmulator(delay_scale=0.0, name="plain") as plain:
+        run = run_site(playbook, lab, modelplane_kubeconfig=str(plain.kubeconfig_path))
+    assert run.rc != 0
+    refused = run.task("Refuse a control plane without Modelplane", "lab-ewr-1")
+    assert "no inferenceclusters.modelplane.ai CRD" in refused["msg"]
+    assert_nothing_created(lab)
+
+
+def lab_kubeconfig(lab: dict[str, Any]) -> str:
+    return yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["emulators"]["modelplane"]["kubeconfig"]
