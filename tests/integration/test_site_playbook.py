@@ -9,7 +9,10 @@ shipped inventories/lab drive them.
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,3 +145,30 @@ def test_unreachable_or_foreign_control_plane_is_refused(playbook: Callable[...,
 
 def lab_kubeconfig(lab: dict[str, Any]) -> str:
     return yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["emulators"]["modelplane"]["kubeconfig"]
+
+
+def test_example_vultr_inventory_passes_preflight_with_a_vault(
+    playbook: Callable[..., Any], lab: dict, tmp_path: Path
+) -> None:
+    """The shipped example, with its vault made the documented way, is sound (the twin's catalogue is
+    Vultr's: same plans, region and versions); ``--tags phase:preflight`` runs the preflight only."""
+    inventory = tmp_path / "vultr"
+    shutil.copytree(REPO / "inventories" / "examples" / "vultr", inventory)
+    vault = inventory / "group_vars" / "all" / "vault.yml"
+    vault.write_text(
+        (vault.parent / "vault.yml.example").read_text().replace("REPLACE-WITH-YOUR-VULTR-API-KEY", API_KEY)
+    )
+    password = tmp_path / "vault-pass"
+    password.write_text("example-vault-password\n")
+    ansible_vault = Path(sys.executable).with_name("ansible-vault")
+    subprocess.run([str(ansible_vault), "encrypt", str(vault), "--vault-password-file", str(password)], check=True)
+    assert vault.read_text().startswith("$ANSIBLE_VAULT;")
+    env = {"TMPDIR": str(lab["tmp"]), "VULTR_API_KEY": "", "ANSIBLE_VAULT_PASSWORD_FILE": str(password)}
+    extra = {"vultr_api_endpoint": lab["vultr"].endpoint, "modelplane_kubeconfig": lab_kubeconfig(lab)}
+    run = playbook(SITE, inventory=inventory, extra_vars=extra, env=env, tags="phase:preflight")
+    assert run.rc == 0, run.stdout[-3000:]
+    checked = run.task(PREFLIGHT, "inference-ewr-a16")["clusters"]
+    assert [c["name"] for c in checked] == ["inference-ewr-a16", "inference-ewr-l40s"]
+    assert [c["gpu_pools"][0]["gpu_model"] for c in checked] == ["a16", "l40s"]
+    assert API_KEY not in run.stdout + run.stderr
+    assert_nothing_created(lab)

@@ -72,6 +72,7 @@ def run_playbook(
     verbosity: int = 0,
     env: dict[str, str] | None = None,
     timeout: float = 600,
+    tags: str | None = None,
 ) -> PlaybookRun:
     """Run a playbook file, or a list of tasks wrapped in one local play, and parse the JSON report.
 
@@ -97,6 +98,8 @@ def run_playbook(
             cmd.append("--check")
         if diff:
             cmd.append("--diff")
+        if tags:
+            cmd += ["--tags", tags]
         if verbosity:
             cmd.append("-" + "v" * verbosity)
         run_env = ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {}))
