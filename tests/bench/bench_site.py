@@ -43,8 +43,7 @@ def write_inventory(directory: Path, clusters: int) -> Path:
     lab = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
     template = next(iter(lab["all"]["children"]["vke_clusters"]["hosts"].values()))
     hosts = {
-        f"bench-{index:02d}": {**template, "cluster_networks": [f"10.{40 + index}.0.0/20"]}
-        for index in range(clusters)
+        f"bench-{index:02d}": {**template, "cluster_networks": [f"10.{40 + index}.0.0/20"]} for index in range(clusters)
     }
     lab["all"]["children"]["vke_clusters"]["hosts"] = hosts
     (directory / "hosts.yml").write_text(yaml.safe_dump(lab, sort_keys=False))
