@@ -238,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
         public = path in UNAUTHENTICATED and method in ("GET", "HEAD")
         login = method == "POST" and path == f"{R}/SessionService/Sessions"
         if not public and not login:
-            self._authenticate(state, phase)
+            self._authenticate(state, phase, method)
         body: dict[str, Any] = {}
         if raw.strip():
             try:
@@ -296,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
         wanted_method = options.get("method")
         return (wanted_method is None or str(wanted_method).upper() == method) and str(options.get("path", "")) in path
 
-    def _authenticate(self, state: BmcState, phase: str) -> None:
+    def _authenticate(self, state: BmcState, phase: str, method: str) -> None:
         token = self.headers.get("X-Auth-Token")
         auth = self.headers.get("Authorization", "")
         ok = False
@@ -308,6 +308,9 @@ class _Handler(BaseHTTPRequestHandler):
             except (ValueError, UnicodeDecodeError):
                 user, password = "", ""
             ok = state.check_credentials(user, password)
+            refusal = state.basic_write_refusal(method) if ok and phase != "unauth" else None
+            if refusal is not None:
+                raise refusal
         if phase == "unauth":
             ok = False
         if not ok:

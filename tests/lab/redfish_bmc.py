@@ -29,6 +29,8 @@ from typing import Any
 from lab.redfish_faults import BASE_MESSAGES, DELL_MESSAGES, FAULTS, Fault, error_body
 from lab.redfish_personality import PERSONALITIES, Personality
 
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+
 # How long the emulated BMC waits for an image URL before it reports it unreachable (seconds).
 IMAGE_FETCH_TIMEOUT = 3.0
 
@@ -79,6 +81,9 @@ class BmcSpec:
     lc_delay: float = 5.0  # iDRAC9: LCStatus NotReady after the reset window
     task_delay: float = 2.0  # SCP import task runtime
     only_member_query: bool | None = None  # serve DSP0266 ``?only``; default per personality (generic)
+    # Firmware that accepts HTTP Basic for reads only: every write with Basic credentials gets 401
+    # (the reference's unverified field report on iDRAC8); the fault of the same name does it N times.
+    basic_writes_refused: bool = False
 
     def __post_init__(self) -> None:
         if self.personality not in PERSONALITIES:
@@ -344,6 +349,23 @@ class BmcState:
                 "UserName": username,
             }
             return Reply(201, body, {"X-Auth-Token": token, "Location": uri})
+
+    def basic_write_refusal(self, method: str) -> BmcError | None:
+        """The answer to a write sent with valid HTTP Basic credentials, if this BMC refuses it."""
+        if method not in WRITE_METHODS:
+            return None
+        status = 401
+        if not self.spec.basic_writes_refused:
+            fault = self.fire("basic_writes_refused")
+            if fault is None:
+                return None
+            status = int(fault.options.get("status", 401))
+        self.counters["basic_write_refused"] += 1
+        if status == 403:
+            return self.error("InsufficientPrivilege", status=403)
+        err = self.error("NoValidSession", status=401)
+        err.reply.headers["WWW-Authenticate"] = 'Basic realm="RedfishService"'
+        return err
 
     def token_valid(self, token: str) -> bool:
         return any(s["token"] == token for s in self.sessions.values())

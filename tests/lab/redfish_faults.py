@@ -27,6 +27,9 @@ from typing import Any
 #   error                       the next ``count`` requests matching ``method``/``path`` (kw,
 #                               substring) answer ``status`` with ``message_id`` (kw)
 #   scp_job_running             the next ``count`` SCP imports fail with 400 RAC0679
+#   basic_writes_refused        the next ``count`` writes (POST/PATCH/PUT/DELETE) sent with valid HTTP
+#                               Basic credentials answer ``status`` (kw: 401 NoValidSession, the default,
+#                               or 403 InsufficientPrivilege); reads and session-token writes still work
 FAULTS = (
     "insert_sys446",
     "insert_vrm0021_until_reset",
@@ -37,6 +40,7 @@ FAULTS = (
     "session_limit",
     "error",
     "scp_job_running",
+    "basic_writes_refused",
 )
 
 # Faults that only a Manager reset (or clear_faults) removes; their count is ignored.
@@ -97,6 +101,11 @@ BASE_MESSAGES: dict[str, tuple[int, str]] = {
     "GeneralError": (400, "A general error has occurred. See Resolution for information on how to resolve the error."),
     "ServiceTemporarilyUnavailable": (503, "The service is temporarily unavailable.  Retry in a few seconds."),
     "NoValidSession": (401, "There is no valid session established with the implementation."),
+    "InsufficientPrivilege": (
+        403,
+        "There are insufficient privileges for the account or credentials associated with the current session"
+        " to perform the requested operation.",
+    ),
     "SessionLimitExceeded": (
         503,
         "The session establishment failed due to the number of simultaneous sessions exceeding the limit"

@@ -186,6 +186,17 @@ def test_only_member_query_and_system_generation(
     assert dell_system.get("SystemGeneration") == generation
 
 
+@pytest.mark.parametrize(("personality", "only"), [("generic", False), ("idrac8", True)])
+def test_only_member_query_per_bmc_override(personality: str, *, only: bool) -> None:
+    """``BmcSpec(only_member_query=...)`` turns ``?only`` off (or on) for one BMC, root included."""
+    spec = BmcSpec(name="bmc-1", personality=personality, only_member_query=only)
+    with RedfishLab(bmcs=[spec], delay_scale=0.0) as rlab:
+        root = raw(rlab, "bmc-1", "GET", "/redfish/v1").json()
+        assert bool((root.get("ProtocolFeaturesSupported") or {}).get("OnlyMemberQuery")) is only
+        body = raw(rlab, "bmc-1", "GET", "/redfish/v1/Systems?only").json()
+        assert ("Members" not in body) is only
+
+
 def test_tls_needs_the_lab_ca(lab: RedfishLab) -> None:
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(lab.url("gen-1") + "/redfish/v1", timeout=5)  # system CAs only
@@ -846,6 +857,46 @@ def test_generic_error_fault_matches_method_and_path(lab: RedfishLab, images: di
     assert failed.status_code == 500
     assert failed.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"] == "Base.1.12.InternalError"
     assert raw(lab, "r740-1", "POST", path, json={"Image": images["url"]}).status_code == 204
+
+
+def test_basic_writes_refused_switch() -> None:
+    """Firmware that takes HTTP Basic for reads only: Basic writes 401, session writes work."""
+    spec = BmcSpec(name="r730-ro", personality="idrac8", power_state="Off", basic_writes_refused=True)
+    with RedfishLab(bmcs=[spec], delay_scale=0.0) as rlab:
+        state = rlab.bmc("r730-ro")
+        reset = "/redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset"
+        assert raw(rlab, "r730-ro", "GET", "/redfish/v1/Systems/System.Embedded.1").status_code == 200
+        for _attempt in range(2):  # a firmware trait: every time, not consumed
+            refused = raw(rlab, "r730-ro", "POST", reset, json={"ResetType": "On"})
+            assert refused.status_code == 401
+            assert refused.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(".NoValidSession")
+        assert state.power_state == "Off"  # a refused write is not applied
+        with sushy_auth.SessionAuth("root", "calvin") as session:
+            root = sushy.Sushy(**rlab.sushy_args("r730-ro"), auth=session, verify=rlab.ca_path)
+            root.get_system("/bmc/r730-ro/redfish/v1/Systems/System.Embedded.1").reset_system(sushy.RESET_ON)
+        assert state.power_state in ("PoweringOn", "On")
+        assert state.counters["basic_write_refused"] == 2
+        assert state.sessions == {}
+        wrong = raw(rlab, "r730-ro", "POST", reset, json={"ResetType": "On"}, auth=("root", "wrong"))
+        assert wrong.status_code == 401  # bad credentials stay a plain 401, not counted as a refusal
+        assert state.counters["basic_write_refused"] == 2
+
+
+def test_basic_writes_refused_fault_through_the_control_api(lab: RedfishLab) -> None:
+    control = f"https://127.0.0.1:{lab.port}/lab/bmc/gen-1/faults"
+    armed = requests.post(
+        control, json={"fault": "basic_writes_refused", "count": 1, "status": 403}, verify=lab.ca_path, timeout=5
+    )
+    assert armed.json()["basic_writes_refused"] == {"name": "basic_writes_refused", "count": 1, "status": 403}
+    system = "/redfish/v1/Systems/1"
+    assert raw(lab, "gen-1", "GET", system).ok  # reads do not consume it
+    body = {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}
+    refused = raw(lab, "gen-1", "PATCH", system, json=body)
+    assert refused.status_code == 403
+    assert refused.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(".InsufficientPrivilege")
+    assert lab.bmc("gen-1").boot["target"] == "None"
+    assert raw(lab, "gen-1", "PATCH", system, json=body).ok  # count 1: the next Basic write goes through
+    assert lab.bmc("gen-1").counters["fault:basic_writes_refused"] == 1
 
 
 def test_unknown_fault_is_refused(lab: RedfishLab) -> None:
