@@ -48,9 +48,16 @@ options:
         created on the BMC, so none can pile up or be left behind by an interrupted task. This matters on
         iDRAC8, which allows only a few sessions and then refuses logins with a misleading 401.
         It is also two requests cheaper per task.
+      - With V(basic), if the BMC refuses a write (HTTP 401 or 403) although reads with the same credentials
+        worked (firmware said to accept Basic only for reads), the task opens one Redfish session, sends that
+        write once more with it, uses the session for the rest of the task and deletes it at the end, also on
+        failure. RV(auth_fallback) reports it and a warning suggests V(session) for that BMC. If the session
+        cannot be created or is refused the same write, the task fails with an authentication error and
+        nothing is changed.
       - V(session) opens one Redfish session per task and always deletes it at the end, also on failure.
         If the BMC refuses to create a session, HTTP Basic is used instead.
-        Use it for BMCs with HTTP Basic authentication disabled (C(AccountService.HTTPBasicAuth)).
+        Use it for BMCs with HTTP Basic authentication disabled (C(AccountService.HTTPBasicAuth)) and for
+        BMCs that accept Basic for reads only (it saves the refused write of the automatic fallback).
     type: str
     choices: [basic, session]
     default: basic
@@ -66,9 +73,9 @@ options:
       - Id of the Manager (for example C(iDRAC.Embedded.1)). Default is the first member.
     type: str
 notes:
-  - With the default O(auth=basic) no Redfish session is created. With O(auth=session) one session is
-    opened per task and always deleted at the end. Every result carries C(requests), the number of HTTP
-    exchanges the task made.
+  - With the default O(auth=basic) no Redfish session is created, unless the BMC refuses a write to HTTP Basic
+    (see O(auth)). With O(auth=session) one session is opened per task and always deleted at the end.
+    Every result carries C(requests), the number of HTTP exchanges the task made.
 requirements:
   - sushy >= 5.6
 """

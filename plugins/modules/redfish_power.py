@@ -91,6 +91,15 @@ requests:
   description: Number of HTTP requests the task sent to the BMC.
   returned: always
   type: int
+auth_fallback:
+  description:
+    - Whether the BMC refused a write sent with HTTP Basic auth (HTTP 401 or 403) although reads with the same
+      credentials worked, so the task opened a Redfish session, sent that write once more with it, used the
+      session for the rest of the task and deleted it at the end.
+    - When V(true), a warning suggests O(auth=session) for this BMC, which saves the refused request.
+  returned: always
+  type: bool
+  sample: false
 """
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule

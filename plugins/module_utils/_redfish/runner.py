@@ -6,7 +6,8 @@ Why: every module does the same dance (require sushy, validate the shared option
 request, open one session that is always closed, detect the generation, pick the quirks) and
 then one specific action. The modules stay a docstring plus ``MetalplaneModule(...).run(fn)``.
 Every result carries ``requests`` (how many HTTP exchanges the task made) for timelines and the
-benchmark.
+benchmark, and ``auth_fallback`` (the BMC refused a write to HTTP Basic and the task used a session,
+see ``session.py``), with a warning that names the cheaper setting for that BMC.
 
 This file is PRIVATE to the collection: other collections must not import it.
 """
@@ -36,6 +37,13 @@ def _with_client(module: Any, action: Callable[[RedfishClient, Any], dict[str, A
     finally:
         result_requests = client.log.count
     result["requests"] = result_requests
+    result["auth_fallback"] = client.auth_fallback
+    if client.auth_fallback:
+        module.warn(
+            f"The BMC at {params.bmc_url} refused a write with HTTP {client.fallback_status} under HTTP Basic auth"
+            " although reads worked; the task opened a Redfish session, retried it and deleted the session at the"
+            " end. Set auth: session for this BMC to save the refused request."
+        )
     if "diff" in result and not module.diff_mode:
         result.pop("diff")
     return result

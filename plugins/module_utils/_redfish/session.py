@@ -4,7 +4,13 @@
 
 Why: iDRAC8 allows only a handful of concurrent sessions and answers a misleading 401 when they
 run out. With ``auth: basic`` (the default) no session exists at all; with ``auth: session`` every
-task opens one session and deletes it on the way out, even when it fails. The System is located
+task opens one session and deletes it on the way out, even when it fails. Some firmware is said to
+accept HTTP Basic for reads but not for writes (reference, "Uncertainties"): when a write is refused
+with 401/403 after reads worked, the client opens a session with sushy's ``SessionAuth``, retries
+that one write, keeps the session for the rest of the task and deletes it on the way out
+(``auth_fallback``). That lives in one place, the sushy ``Connector`` subclass below, because every
+request (ours and sushy's own, e.g. ``reset_system``, ``insert_media``, the Dell SCP import) goes
+through its ``_op``. The System is located
 with as few requests as the service allows (``system_id``; Dell's fixed id; DSP0266's ``?only``
 where the root advertises it; else listing the collection) and kept: it is what every module reads
 first, and with Basic auth its GET is also the credential check. The client counts every HTTP
@@ -18,6 +24,7 @@ This file is PRIVATE to the collection: other collections must not import it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +47,10 @@ try:
     from sushy.resources.system import system as sushy_system
 
     SUSHY_IMPORT_ERROR: str | None = None
+    _CONNECTOR_BASE: Any = sushy_connector.Connector
 except ImportError:  # pragma: no cover - exercised by the sanity import test
     SUSHY_IMPORT_ERROR = traceback.format_exc()
+    _CONNECTOR_BASE = object
 
 CONNECT_TIMEOUT = 10  # seconds to open TCP/TLS: an unreachable BMC fails fast, a slow one may still read
 # sushy retries GETs on 5xx and any request on SYS518; keep it short, our own waits do the rest.
@@ -50,6 +59,21 @@ SERVER_SIDE_RETRIES_DELAY = 1
 DOWN_TIMEOUT = 45  # seconds a reset BMC may keep serving before it goes down (iDRAC8: ~10-30 s)
 DOWN_BACKOFF = Backoff(initial=0.5, cap=5.0, factor=1.5, jitter=0.1)
 READY_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
+# Requests that change something. A BMC that refuses one with 401/403 has not applied it: it
+# checks the credentials (and the privilege) before it acts, so sending it once more is safe.
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+REFUSED_STATUSES = frozenset({401, 403})
+
+
+def needs_session_for_write(method: str, status: int | None, *, basic: bool, reads_ok: bool) -> bool:
+    """Whether a refused request is "a write HTTP Basic may not make" (pure).
+
+    True for a write answered 401/403 while the connector sends HTTP Basic credentials and a read
+    with the same credentials already worked in this task: the credentials are right, so a session
+    may succeed where Basic did not. A refused read, a refused login, a request sent with a session
+    or a write before any read succeeded (wrong password) is not: that error stands.
+    """
+    return basic and reads_ok and method.upper() in WRITE_METHODS and status in REFUSED_STATUSES
 
 
 @dataclass
@@ -72,6 +96,44 @@ class RequestLog:
         return counts
 
 
+class _Connector(_CONNECTOR_BASE):  # type: ignore[misc,valid-type]
+    """sushy's ``Connector`` plus one hook: a write refused to HTTP Basic is retried with a session.
+
+    ``_op`` is the single method every sushy request passes through (``get``/``post``/``patch``/
+    ``put``/``delete``, sushy's own retries and re-logins). sushy gives up on an ``AccessError``
+    under Basic auth ("no way to recover"); here the owning client may open a session instead and
+    the write is sent exactly once more, with ``allow_reauth=False`` so sushy adds no third try.
+    """
+
+    def __init__(self, *args: Any, client: RedfishClient, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.client = client
+        self.basic_reads_ok = False  # a GET with HTTP Basic credentials succeeded in this task
+
+    @property
+    def sends_basic(self) -> bool:
+        return self._session.auth is not None
+
+    def _op(self, method: str, path: str = "", *args: Any, allow_reauth: bool = True, **kwargs: Any) -> Any:
+        send = functools.partial(super()._op, method, path, *args, **kwargs)
+        basic = self.sends_basic
+        try:
+            response = send(allow_reauth=allow_reauth)
+        except sushy_exceptions.AccessError as exc:
+            if not needs_session_for_write(method, exc.status_code, basic=basic, reads_ok=self.basic_reads_ok):
+                raise
+            self.client.open_session_for_writes(method, path, exc)
+            # The refused write was not applied (401/403 come before the BMC acts), so sending it
+            # once more, now with the session, cannot apply it twice.
+            try:
+                return send(allow_reauth=False)
+            except sushy_exceptions.AccessError as again:
+                raise self.client.refused_with_session(method, path, exc, again) from again
+        if basic and method.upper() == "GET":
+            self.basic_reads_ok = True
+        return response
+
+
 class RedfishClient:
     """Context manager around ``sushy.Sushy`` for one BMC.
 
@@ -88,6 +150,8 @@ class RedfishClient:
         self._manager: Any = None
         self._system_path: str | None = None
         self.logins = 0
+        # HTTP status of the write HTTP Basic was refused, once the task switched to a session.
+        self.fallback_status: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> RedfishClient:
@@ -100,8 +164,9 @@ class RedfishClient:
     def connect(self) -> None:
         """Open the client and log in; typed errors (auth, unreachable) on failure."""
         p = self.params
-        conn = sushy_connector.Connector(
+        conn = _Connector(
             p.base_url,
+            client=self,
             verify=p.verify,
             server_side_retries=SERVER_SIDE_RETRIES,
             server_side_retries_delay=SERVER_SIDE_RETRIES_DELAY,
@@ -110,7 +175,7 @@ class RedfishClient:
         )
         conn._session.hooks["response"].append(self.log.hook)
         self._conn = conn
-        if p.auth == "session":
+        if self.auth_used == "session":  # asked for, or Basic was refused a write earlier in the task
             self._auth = sushy_auth.SessionOrBasicAuth(username=p.username, password=p.password)
         else:
             self._auth = sushy_auth.BasicAuth(username=p.username, password=p.password)
@@ -163,6 +228,68 @@ class RedfishClient:
     def session_auth(self) -> bool:
         getter = getattr(self._auth, "get_session_key", None)
         return getter is not None and getter() is not None
+
+    @property
+    def auth_fallback(self) -> bool:
+        """True once this task switched from HTTP Basic to a session because a write was refused."""
+        return self.fallback_status is not None
+
+    @property
+    def auth_used(self) -> str:
+        """``session`` when asked for or after the fallback, else ``basic``."""
+        return "session" if self.params.auth == "session" or self.auth_fallback else "basic"
+
+    # -- HTTP Basic refused for a write: one session for the rest of the task ----------------
+    def open_session_for_writes(self, method: str, path: str, refused: Any) -> None:
+        """Log in with sushy's ``SessionAuth`` after ``refused`` (a write HTTP Basic may not make).
+
+        The session replaces Basic on the connector for every later request, and ``close`` deletes
+        it like any session. Raises ``AuthenticationError`` (nothing was changed) when the BMC
+        refuses the session too.
+        """
+        p = self.params
+        auth = sushy_auth.SessionAuth(username=p.username, password=p.password)
+        auth.set_context(self.root, self._conn)
+        what = _request_name(method, path)
+        try:
+            auth.authenticate()
+        except sushy_exceptions.ConnectionError as exc:
+            raise from_sushy(exc, f"Opening a Redfish session to retry {what}") from exc
+        except sushy_exceptions.SushyError as exc:
+            status = getattr(exc, "status_code", None)
+            ids = message_ids({"error": exc.body} if getattr(exc, "body", None) else None)
+            got = f"HTTP {status} {', '.join(ids)}".strip() if status else _short_text(exc)
+            raise AuthenticationError(
+                f"{what} was refused with HTTP {refused.status_code} under HTTP Basic auth although reads with"
+                f" the same credentials worked, and the Redfish session to retry it could not be created"
+                f" ({got}). Nothing was changed by this request. Check that the user has the privilege to change"
+                " this BMC (iDRAC: the Operator or Administrator role). If it has, the BMC wants a session for"
+                " writes: set auth: session for it and make sure a session can be opened (iDRAC8 allows about"
+                " four; close stale ones).",
+                category=AUTH,
+                message_ids=ids,
+                status=status,
+                method=method.upper(),
+            ) from exc
+        self._auth = auth
+        if self.root is not None:
+            self.root._auth = auth
+        self.fallback_status = int(refused.status_code)
+
+    def refused_with_session(self, method: str, path: str, refused: Any, again: Any) -> MetalplaneError:
+        """The typed error when the session was refused the same write: a privilege problem."""
+        ids = message_ids({"error": again.body} if getattr(again, "body", None) else None)
+        return AuthenticationError(
+            f"{_request_name(method, path)} was refused with HTTP {refused.status_code} under HTTP Basic auth and"
+            f" again with HTTP {again.status_code} {', '.join(ids)} with a Redfish session, although reads with"
+            " the same credentials worked. Nothing was changed. The user may read this BMC but not change it:"
+            " give it the privilege on the BMC (iDRAC: the Operator or Administrator role); auth: session does"
+            " not help here.",
+            category=AUTH,
+            message_ids=ids,
+            status=again.status_code,
+            method=method.upper(),
+        )
 
     # -- resources -------------------------------------------------------------------------
     def _member_path(self, collection: str, identity: str | None) -> str:
@@ -369,6 +496,16 @@ def _system_from_document(root: Any, conn: Any, body: dict[str, Any]) -> Any:
         json_doc=body,
     )
     return system
+
+
+def _request_name(method: str, path: str) -> str:
+    """``POST /redfish/v1/...`` (the path only: never a query string or credentials)."""
+    return f"{method.upper()} {urlsplit(path).path or path}"
+
+
+def _short_text(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) < 300 else text[:300] + "..."
 
 
 def sushy_error_types() -> tuple[type[BaseException], ...]:

@@ -1,4 +1,5 @@
-"""Session client pieces that need no BMC: readiness probe, request log, session close."""
+"""Session client pieces that need no BMC: readiness probe, request log, session close, and the
+retry of a write HTTP Basic may not make (decision and connector hook, with sushy's ``_op`` faked)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 import requests
 
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import connection_params
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import RedfishClient, RequestLog
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import AuthenticationError
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import (
+    RedfishClient,
+    RequestLog,
+    _Connector,
+    needs_session_for_write,
+)
 
 PARAMS = connection_params({"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "timeout": 5})
 
@@ -228,3 +235,107 @@ def test_only_member_answer_builds_the_system_without_another_get() -> None:
     assert (system.path, system.identity, system.power_state.value) == ("/redfish/v1/Systems/1", "1", "Off")
     assert Conn.calls == ["/redfish/v1/Systems?only"]
     assert client.root.read == []
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "basic", "reads_ok", "expected"),
+    [
+        ("POST", 401, True, True, True),  # the case: Basic refused for a write after reads worked
+        ("PATCH", 401, True, True, True),
+        ("PUT", 403, True, True, True),
+        ("delete", 403, True, True, True),  # method case does not matter
+        ("GET", 401, True, True, False),  # a refused read is no write problem
+        ("POST", 401, True, False, False),  # no read worked yet: wrong credentials, not a policy
+        ("POST", 401, False, True, False),  # already a session (or the login POST itself)
+        ("POST", 400, True, True, False),  # other errors stand
+        ("POST", 503, True, True, False),
+        ("POST", None, True, True, False),
+    ],
+)
+def test_needs_session_for_write(
+    method: str, status: int | None, *, basic: bool, reads_ok: bool, expected: bool
+) -> None:
+    assert needs_session_for_write(method, status, basic=basic, reads_ok=reads_ok) is expected
+
+
+def _access_error(status: int) -> Exception:
+    import sushy
+
+    return sushy.exceptions.AccessError(
+        "POST", "https://bmc.example/x", _Resp(status, {"error": {"code": "Base.1.0.X"}})
+    )
+
+
+class _Owner:
+    """What the connector asks of its client: open a session (switching it off Basic), name the error."""
+
+    def __init__(self, conn: Any, *, session_ok: bool = True) -> None:
+        self.conn = conn
+        self.session_ok = session_ok
+        self.opened: list[tuple[str, str, int]] = []
+
+    def open_session_for_writes(self, method: str, path: str, refused: Any) -> None:
+        self.opened.append((method, path, refused.status_code))
+        if not self.session_ok:
+            raise AuthenticationError("session refused too")
+        self.conn._session.auth = None  # what sushy's SessionAuth does: the token replaces Basic
+
+    def refused_with_session(self, method: str, path: str, refused: Any, again: Any) -> Exception:
+        return AuthenticationError(f"{method} {path}: {refused.status_code} then {again.status_code}")
+
+
+@pytest.mark.parametrize(
+    ("script", "session_ok", "outcome", "sent", "opened"),
+    [
+        # read OK, write refused -> session, the write once more (no sushy re-login), then OK
+        ([200, 401, 204], True, "ok", [("GET", True), ("POST", True), ("POST", False)], 1),
+        # 403 is the same refusal
+        ([200, 403, 204], True, "ok", [("GET", True), ("POST", True), ("POST", False)], 1),
+        # refused again with the session: the typed privilege error, no third try
+        ([200, 401, 401], True, "again", [("GET", True), ("POST", True), ("POST", False)], 1),
+        # the session cannot be opened: its error, the write is not sent again
+        ([200, 401], False, "session", [("GET", True), ("POST", True)], 1),
+        # no read worked first (wrong password): sushy's error stands, no session
+        ([401], True, "sushy", [("POST", True)], 0),
+        # a refused read: sushy's error stands
+        ([401], True, "sushy-get", [("GET", True)], 0),
+    ],
+)
+def test_connector_retries_a_refused_basic_write_once_with_a_session(
+    monkeypatch: pytest.MonkeyPatch, script: list[int], *, session_ok: bool, outcome: str, sent: list[Any], opened: int
+) -> None:
+    import sushy
+
+    calls: list[tuple[str, bool]] = []
+    replies = iter(script)
+
+    def fake_op(self: Any, method: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
+        calls.append((method, allow_reauth))
+        status = next(replies)
+        if status >= 400:
+            raise _access_error(status)
+        return _Resp(status, {})
+
+    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    conn = _Connector("https://bmc.example", client=None)
+    owner = _Owner(conn, session_ok=session_ok)
+    conn.client = owner
+    conn.set_http_basic_auth("root", "pw")
+    if outcome == "sushy-get":
+        with pytest.raises(sushy.exceptions.AccessError):
+            conn.get("/redfish/v1/Systems/1")
+    elif outcome == "sushy":
+        with pytest.raises(sushy.exceptions.AccessError):
+            conn.post("/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", data={"ResetType": "On"})
+    else:
+        conn.get("/redfish/v1/Systems/1")
+        reset = "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+        if outcome == "ok":
+            assert conn.post(reset, data={"ResetType": "On"}).status_code == 204
+        else:
+            with pytest.raises(AuthenticationError) as err:
+                conn.post(reset, data={"ResetType": "On"})
+            expected = "session refused too" if outcome == "session" else "401 then 401"
+            assert expected in err.value.msg
+    assert calls == sent
+    assert len(owner.opened) == opened
