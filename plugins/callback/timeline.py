@@ -20,8 +20,9 @@ description:
   - Records, for each inventory host (one host is one cluster) and each phase, the seconds its tasks took.
   - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
     role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
-  - Known phases, shown in this order, are C(provision), C(gpu_ready), C(storage), C(adoption) and C(teardown);
-    other names (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and shown after them.
+  - Known phases, shown in this order, are C(preflight), C(provision), C(gpu_ready), C(storage), C(adoption) and
+    C(teardown); other names (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and
+    shown after them.
   - At the end of the run a table is printed (to standard error instead of standard output when the stdout callback
     writes JSON, so that output stays parseable).
   - When O(output_dir) is set, C(timeline.json) and C(timeline.html) (a self-contained page with one inline SVG
@@ -68,7 +69,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
 # The phases of a cluster's life, in the order they happen; the contract with the roles.
-PHASES = ("provision", "gpu_ready", "storage", "adoption", "teardown")
+PHASES = ("preflight", "provision", "gpu_ready", "storage", "adoption", "teardown")
 # Where tasks without a phase tag go; always shown last.
 OTHER = "other"
 # The tag that declares a phase: phase:<name>.
@@ -227,6 +228,7 @@ def render_table(report: dict[str, Any]) -> list[str]:
 
 # Phase colours (colour-blind-safe palette); custom phases cycle through the spare ones.
 _COLOURS = {
+    "preflight": "#bbbbbb",
     "provision": "#0072b2",
     "gpu_ready": "#009e73",
     "storage": "#e69f00",
