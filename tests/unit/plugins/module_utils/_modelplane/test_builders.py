@@ -36,7 +36,10 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.k
 
 
 def _example(path: str) -> dict[str, Any]:
-    return yaml.safe_load((EXAMPLES_DIR / path).read_text())
+    example = EXAMPLES_DIR / path
+    if not example.is_file():
+        pytest.skip(f"Modelplane example {example} is absent (the shared reference tree is not next to the repo)")
+    return yaml.safe_load(example.read_text())
 
 
 @pytest.mark.parametrize(
