@@ -15,9 +15,10 @@ description:
     neither VKE's fixed pod and service subnets (10.244.0.0/16, 10.96.0.0/12), nor O(reserved_networks), nor
     another cluster's networks (unless both declare the same C(vpc_id) and subnet)."
   - "With the API (read-only, a fixed number of requests whatever the cluster count): the API key is accepted,
-    the region exists, each plan is a GPU plan available in the region whose GPU model and count match
-    C(gpu.type) and C(gpu.count), the version resolves, and no cluster with the same label exists without this
-    collection's marker."
+    the region exists, each plan is a GPU plan whose GPU model and count match
+    C(gpu.type) and C(gpu.count) and which is available in the region (only for pools that do not run yet: a
+    sold-out region must not fail the re-run of a cluster that already has its GPUs), the version resolves, and
+    no cluster with the same label exists without this collection's marker."
   - Clusters with C(state=absent) are only checked for names and networks.
   - Shape problems are reported first; the platform is only asked when the inventory itself is sound.
 version_added: 0.1.0

@@ -48,6 +48,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.c
 from .args import client_from_params
 from .cluster import find_by_label
 from .cluster_ops import list_clusters
+from .node_pool import is_generation_of
 from .plans import describe_gpu_plan
 from .versions import resolve_version
 
@@ -292,6 +293,9 @@ def check_catalog(clusters: list[Mapping[str, Any]], catalog: Catalog) -> list[P
             resolve_version(str(cluster.get("version") or "latest"), catalog.versions)
         except InputError as exc:
             problems.append(Problem(f"{name}.version", exc.msg.split(": ", 1)[-1]))
+        # GPU stock comes and goes: a pool that already runs on its plan must not fail the re-run
+        # (the reconcile loop) because the region sold out; only new pools need availability.
+        running = [p for c in ours for p in c.get("node_pools") or []]
         for pool in cluster.get("gpu_pools") or []:
             where = f"{name}.gpu_pools[{pool.get('name')}]"
             plan_id = pool.get("plan")
@@ -299,7 +303,11 @@ def check_catalog(clusters: list[Mapping[str, Any]], catalog: Catalog) -> list[P
             if plan is None:
                 problems.append(Problem(f"{where}.plan", f"{plan_id!r} is not a GPU plan Vultr lists"))
                 continue
-            if plan_id not in catalog.available.get(str(region), set()):
+            exists = any(
+                is_generation_of(str(p.get("label")), str(pool.get("name"))) and p.get("plan") == plan_id
+                for p in running
+            )
+            if not exists and plan_id not in catalog.available.get(str(region), set()):
                 problems.append(Problem(f"{where}.plan", f"{plan_id} is not available in {region}"))
             gpu = pool.get("gpu") or {}
             if gpu.get("type") and plan.get("gpu_model") and _model(gpu["type"]) != plan["gpu_model"]:

@@ -165,3 +165,23 @@ def test_plan_facts_must_match_the_pool(pool: dict[str, Any], field: str, words:
     assert any(p.field == f"ewr-1.gpu_pools[l40s-1x].{field}" and words in p.msg for p in problems), [
         (p.field, p.msg) for p in problems
     ]
+
+
+@pytest.mark.parametrize(
+    ("running", "refused"),
+    [
+        ([], True),  # a new pool needs its plan in stock
+        ([{"label": "l40s-1x", "plan": L40S}], False),  # already runs on it: a sold-out region is no reason to fail
+        ([{"label": "l40s-1x-0a1b2c", "plan": L40S}], False),  # a replacement generation counts as the pool
+        ([{"label": "l40s-1x", "plan": A16}], True),  # changing the plan creates a new pool
+        ([{"label": "l40s-2x", "plan": L40S}], True),  # another pool on that plan is not this one
+    ],
+)
+def test_availability_is_only_required_for_new_pools(running: list[dict[str, Any]], refused: bool) -> None:
+    owned = {"id": "c-ours", "label": "ord-1", "node_pools": [{"tag": "metalplane.inference/cluster"}, *running]}
+    catalog = copy.deepcopy(CATALOG)
+    catalog.clusters = [owned]
+    c = cluster("ord-1", region="ord")  # ord sells no L40S
+    del c["gpu_pools"][1]
+    problems = check_catalog([c], catalog)
+    assert ("ord-1.gpu_pools[l40s-1x].plan" in fields(problems)) is refused, [(p.field, p.msg) for p in problems]
