@@ -11,7 +11,7 @@ mkdir -p "$cache"
 for version in 24.2 25.2; do
   wheel="$cache/pip-${version}-py3-none-any.whl"
   if [ ! -f "$wheel" ]; then
-    PIP_CONSTRAINT= "$python" -m pip download --quiet --no-deps --only-binary=:all: \
+    PIP_CONSTRAINT='' "$python" -m pip download --quiet --no-deps --only-binary=:all: \
       -d "$cache" "pip==${version}"
   fi
   install -m 0644 "$here/get_pip_shim.py" "$cache/get_pip_${version/./_}.py"

@@ -109,7 +109,7 @@ mkdir -p "$R2_DST"
 cp "$R2_SRC"/*.go "$R2_DST"/
 cp "$R2_SRC"/*.s "$R2_DST"/ 2>/dev/null || true
 rm -f "$R2_DST"/*_test.go
-log "reflect2 replaced with Debian's copy ($(ls "$R2_DST" | wc -l) files)"
+log "reflect2 replaced with Debian's copy ($(find "$R2_DST" -mindepth 1 -maxdepth 1 | wc -l) files)"
 
 # 7. environment
 GOROOT="$W/sysroot/usr/lib/go-1.19"
@@ -120,7 +120,7 @@ GOROOT="$W/sysroot/usr/lib/go-1.19"
 export GOROOT
 export PATH="$GOROOT/bin:$PATH:$W/sysroot/usr/bin"
 export LD_LIBRARY_PATH="$W/sysroot/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GOCACHE="$W/gocache" GOPROXY=off CGO_ENABLED=0 GOFLAGS= GO111MODULE=
+export GOCACHE="$W/gocache" GOPROXY=off CGO_ENABLED=0 GOFLAGS='' GO111MODULE=''
 export KUBE_GIT_VERSION="$VERSION" KUBE_GIT_TREE_STATE=clean KUBE_GIT_COMMIT="$KUBE_COMMIT"
 export HOME="$W/home"
 unset GOPATH
