@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
         if phase == "down":
             raise _Abort
         if phase == "busy":
-            raise state.error("SYS518")
+            raise state.busy_error()
         latency = state.fire("latency")
         if latency is not None:
             time.sleep(float(latency.options.get("seconds", 1.0)))

@@ -26,7 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.redfish_faults import BASE_MESSAGES, DELL_MESSAGES, FAULTS, Fault, error_body
+from lab.redfish_faults import (
+    BASE_MESSAGES,
+    BUSY_MESSAGES,
+    DELL_BUSY_MESSAGES,
+    DELL_MESSAGES,
+    FAULTS,
+    Fault,
+    error_body,
+)
 from lab.redfish_personality import PERSONALITIES, Personality
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -76,7 +84,7 @@ class BmcSpec:
     gpus: int = 2
     power_delay: float = 3.0  # PoweringOn/PoweringOff duration
     reset_down: float = 30.0  # after Manager.Reset: connection refused / dropped
-    reset_busy: float = 10.0  # then 503 SYS518
+    reset_busy: float = 10.0  # then ``busy_message`` (a Dell: 503 SYS518, else a plain 503)
     reset_unauth: float = 15.0  # then 401 for valid credentials
     lc_delay: float = 5.0  # iDRAC9: LCStatus NotReady after the reset window
     task_delay: float = 2.0  # SCP import task runtime
@@ -84,10 +92,23 @@ class BmcSpec:
     # Firmware that accepts HTTP Basic for reads only: every write with Basic credentials gets 401
     # (the reference's unverified field report on iDRAC8); the fault of the same name does it N times.
     basic_writes_refused: bool = False
+    # The answer during the busy phase of a reset window: one of ``lab.redfish_faults.BUSY_MESSAGES``
+    # (Dell's 503 SYS518 or 400 SWC0700, or a plain DMTF 503; the Dell ids only on a Dell).
+    # Default: SYS518 on a Dell, ServiceTemporarilyUnavailable otherwise.
+    busy_message: str | None = None
+    # The host OS ignores an ACPI power-button event: GracefulShutdown (and PushPowerButton while
+    # on) is accepted with 204 and the server stays on, as with a hung or misconfigured OS.
+    ignore_graceful_shutdown: bool = False
 
     def __post_init__(self) -> None:
         if self.personality not in PERSONALITIES:
             msg = f"unknown personality {self.personality!r}; choose one of {sorted(PERSONALITIES)}"
+            raise ValueError(msg)
+        if self.busy_message is not None and self.busy_message not in BUSY_MESSAGES:
+            msg = f"busy_message must be one of {BUSY_MESSAGES}, not {self.busy_message!r}"
+            raise ValueError(msg)
+        if self.busy_message in DELL_BUSY_MESSAGES and not PERSONALITIES[self.personality].dell:
+            msg = f"busy_message {self.busy_message!r} is a Dell message id; {self.personality!r} is not a Dell"
             raise ValueError(msg)
         if self.power_state not in ("On", "Off"):
             msg = f"power_state must be On or Off, not {self.power_state!r}"
@@ -294,6 +315,13 @@ class BmcState:
             self._reset_at = None
             return "up"
 
+    def busy_error(self) -> BmcError:
+        """The answer to any request in the busy phase of a reset window (``BmcSpec.busy_message``)."""
+        message = self.spec.busy_message or ("SYS518" if self.p.dell else "ServiceTemporarilyUnavailable")
+        with self.lock:
+            self.counters[f"busy:{message}"] += 1
+        return self.error(message)
+
     def reset_window_end(self) -> float:
         total = self.scaled(self.spec.reset_down + self.spec.reset_busy + self.spec.reset_unauth)
         return (self._reset_at or self.clock()) + total
@@ -392,6 +420,9 @@ class BmcState:
                 return Reply(204)
             if reset_type == "PushPowerButton":
                 reset_type = "GracefulShutdown" if on else "On"
+            if reset_type == "GracefulShutdown" and on and self.spec.ignore_graceful_shutdown:
+                self.counters["graceful_shutdown_ignored"] += 1
+                return Reply(204)  # accepted; the OS never acts on the button event
             if reset_type in ("On", "ForceOn"):
                 if on:
                     return self._already("On")

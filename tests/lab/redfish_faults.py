@@ -46,6 +46,13 @@ FAULTS = (
 # Faults that only a Manager reset (or clear_faults) removes; their count is ignored.
 UNTIL_RESET = frozenset({"insert_vrm0021_until_reset", "eject_stuck_until_reset"})
 
+# What the BMC answers during the busy phase of a Manager reset window (``BmcSpec.busy_message``):
+#   SYS518                         503, Dell "iDRAC is not yet ready" (default on a Dell; sushy retries it)
+#   SWC0700                        400, Dell "iDRAC is not ready" (a 4xx a client must still wait on)
+#   ServiceTemporarilyUnavailable  503 with the DMTF Base message, no Dell id (default elsewhere)
+BUSY_MESSAGES = ("SYS518", "SWC0700", "ServiceTemporarilyUnavailable")
+DELL_BUSY_MESSAGES = frozenset({"SYS518", "SWC0700"})
+
 # Dell message IDs the emulator can send: id -> (HTTP status, message text, resolution).
 DELL_MESSAGES: dict[str, tuple[int, str, str]] = {
     "SYS446": (
