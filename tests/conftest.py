@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from lab.reference import REFERENCE_DIR, SKIP_PREFIX
 from support.collection import install_collection_finder
 from support.playbook import SHORT_TMP_ROOT, PlaybookRun, run_playbook
 
@@ -36,3 +37,19 @@ def ansible_tmp() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="mp-", dir=SHORT_TMP_ROOT))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say loudly how many tests could not check the platforms' own contracts, and why."""
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and SKIP_PREFIX in str(report.longrepr[2])
+    ]
+    if skipped:
+        terminalreporter.write_sep(
+            "!",
+            f"{len(skipped)} tests skipped: the shared reference tree is absent at {REFERENCE_DIR} "
+            "(Vultr OpenAPI overlay, Modelplane XRDs); set METALPLANE_REFERENCE_DIR to check them",
+            yellow=True,
+        )

@@ -30,8 +30,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPEC_DIR = REPO_ROOT.parent / "shared" / "reference" / "vultr"
+from lab.reference import reference_path, require
+
+SPEC_DIR = reference_path("vultr")
 OVERLAY = SPEC_DIR / "vke-subset-overlay.json"
 
 # The synthetic origin used for validation; the spec's ``servers`` is rewritten to it (§8.2), so the
@@ -238,9 +239,5 @@ def assert_no_violations(emu: Any) -> None:
 
 def contract_or_skip(spec_path: str | Path | None = None) -> VultrContract:
     """A contract for tests; skips the test with the reason when the shared spec is absent."""
-    import pytest
-
     path = Path(spec_path) if spec_path is not None else OVERLAY
-    if not path.is_file():
-        pytest.skip(f"Vultr overlay spec not found at {path} (expected ../shared/reference/vultr/ next to the repo)")
-    return VultrContract(path)
+    return VultrContract(require(path, "the Vultr overlay spec"))

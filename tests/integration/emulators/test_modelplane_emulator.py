@@ -28,10 +28,11 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.r
 from lab.kube_api import ApiError
 from lab.modelplane import FINALIZER, ModelplaneEmulator, gateway_address
 from lab.modelplane_crds import KINDS
+from lab.reference import SKIP_PREFIX, reference_path, require
 from lab.vke_twin import workload_for
 from lab.vultr import VultrEmulator
 
-EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "reference" / "modelplane" / "examples"
+EXAMPLES = reference_path("modelplane", "examples")
 MP = "modelplane.ai/v1alpha1"
 AUTH = {"Authorization": "Bearer lab-vultr-api-key"}
 
@@ -94,13 +95,15 @@ def dyn(mp: ModelplaneEmulator) -> dynamic.DynamicClient:
 
 
 def test_examples_found() -> None:
-    if not EXAMPLES.is_dir():
-        pytest.skip(f"{EXAMPLES} is absent (../shared not checked out)")
+    require(EXAMPLES, "Modelplane examples")
     kinds = {doc["kind"] for _path, doc in example_objects()}
     assert {"InferenceClass", "InferenceCluster"} <= kinds
 
 
-@pytest.mark.parametrize(("path", "obj"), example_objects() or [pytest.param("", {}, marks=pytest.mark.skip)])
+@pytest.mark.parametrize(
+    ("path", "obj"),
+    example_objects() or [pytest.param("", {}, marks=pytest.mark.skip(reason=f"{SKIP_PREFIX} {EXAMPLES}"))],
+)
 def test_crds_accept_every_example(mp: ModelplaneEmulator, path: str, obj: dict[str, Any]) -> None:
     rtype = mp.api.server_api.type_for(obj["apiVersion"], obj["kind"])
     namespace = obj["metadata"].get("namespace", "default") if rtype.namespaced else None

@@ -27,21 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
 
-from support.collection import REPO_ROOT
+from lab.reference import reference_path, require
 
-XRD_DIR = REPO_ROOT.parent / "shared" / "reference" / "modelplane" / "xrds"
-EXAMPLES_DIR = REPO_ROOT.parent / "shared" / "reference" / "modelplane" / "examples"
+XRD_DIR = reference_path("modelplane", "xrds")
+EXAMPLES_DIR = reference_path("modelplane", "examples")
 KNOWN_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 def xrd_path(plural: str) -> Path:
-    path = XRD_DIR / f"{plural}.yaml"
-    if not path.is_file():
-        pytest.skip(f"Modelplane XRD {path} is absent (the shared reference tree is not checked out next to the repo)")
-    return path
+    return require(XRD_DIR / f"{plural}.yaml", f"Modelplane XRD {plural}")
 
 
 def _convert(schema: dict[str, Any]) -> dict[str, Any]:

@@ -31,14 +31,13 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.k
     kubeconfig_secret,
     rewrite_kubeconfig,
 )
+from lab.reference import require
 
 # --- the validator itself is not vacuous ------------------------------------------------------------
 
 
 def _example(path: str) -> dict[str, Any]:
-    example = EXAMPLES_DIR / path
-    if not example.is_file():
-        pytest.skip(f"Modelplane example {example} is absent (the shared reference tree is not next to the repo)")
+    example = require(EXAMPLES_DIR / path, f"Modelplane example {path}")
     return yaml.safe_load(example.read_text())
 
 
@@ -445,8 +444,68 @@ INVENTORIES: list[tuple[str, Any, dict[str, Any]]] = [
         },
     ),
     (
-        "gfd-labels-drop-product-name",
-        {"n1": {**L40S_NODE, "product": None, "model": "NVIDIA-L40S", "source": "labels"}},
+        # gpu_ready's label inventory: product_name is the DRA productName it derived from GFD's label.
+        "gfd-labels-product-name-from-gpu-ready",
+        {
+            "n1": {
+                **L40S_NODE,
+                "product": None,
+                "model": "NVIDIA-L40S",
+                "product_name": "NVIDIA L40S",
+                "source": "labels",
+            }
+        },
+        {
+            "name": "gpu",
+            "claim": "DRA",
+            "driver": "gpu.nvidia.com",
+            "deviceClassName": "gpu.nvidia.com",
+            "count": 1,
+            "capacity": {"memory": {"value": "46068Mi"}},
+            "attributes": {
+                "productName": {"string": "NVIDIA L40S"},
+                "architecture": {"string": "Ada Lovelace"},
+                "cudaComputeCapability": {"version": "8.9.0"},
+            },
+        },
+    ),
+    (
+        # An inventory without product_name (written by hand, or by an older gpu_ready): the GFD label is
+        # turned back where that is certain.
+        "gfd-labels-product-name-derived",
+        {"n1": {**L40S_NODE, "product": None, "model": "Tesla-V100-SXM2-32GB", "source": "labels"}},
+        {
+            "name": "gpu",
+            "claim": "DRA",
+            "driver": "gpu.nvidia.com",
+            "deviceClassName": "gpu.nvidia.com",
+            "count": 1,
+            "capacity": {"memory": {"value": "46068Mi"}},
+            "attributes": {
+                "productName": {"string": "Tesla V100-SXM2-32GB"},
+                "architecture": {"string": "Ada Lovelace"},
+                "cudaComputeCapability": {"version": "8.9.0"},
+            },
+        },
+    ),
+    (
+        # ... and left out where it is not (a vGPU profile: "NVIDIA A16-4Q" or "NVIDIA A16 4Q"?).
+        "gfd-labels-ambiguous-product-left-out",
+        {"n1": {**L40S_NODE, "product": None, "model": "NVIDIA-A16-4Q", "source": "labels"}},
+        {
+            "name": "gpu",
+            "claim": "DRA",
+            "driver": "gpu.nvidia.com",
+            "deviceClassName": "gpu.nvidia.com",
+            "count": 1,
+            "capacity": {"memory": {"value": "46068Mi"}},
+            "attributes": {"architecture": {"string": "Ada Lovelace"}, "cudaComputeCapability": {"version": "8.9.0"}},
+        },
+    ),
+    (
+        # gpu_ready said the label cannot be reversed (product_name None): model is not used instead.
+        "gpu-ready-left-product-out",
+        {"n1": {**L40S_NODE, "product": None, "model": "NVIDIA-A16-4Q", "product_name": None, "source": "labels"}},
         {
             "name": "gpu",
             "claim": "DRA",
