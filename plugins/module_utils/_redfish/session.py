@@ -30,7 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import MetalplaneError, NotFoundError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
+    InputError,
+    MetalplaneError,
+    NotFoundError,
+)
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
 
 from .args import ConnectionParams
@@ -186,7 +190,9 @@ class RedfishClient:
             self._system = self._load_system()
             self._system_path = str(self._system.path)
         except Exception as exc:
-            self._drop()
+            # The login may have worked (a session exists on the BMC) although a later step failed:
+            # a wrong system_id (404), a BMC still starting after a reset (503 SYS518). Delete it.
+            self.close()
             if isinstance(exc, MetalplaneError):
                 raise
             raise from_sushy(exc, f"Logging in to {p.bmc_url}") from exc
@@ -194,21 +200,31 @@ class RedfishClient:
 
     def close(self) -> None:
         """Delete the session (if any) and close the HTTP connection pool; never raises."""
-        if self._auth is not None and self._conn is not None:
+        try:
+            self._delete_session()
+        finally:
+            self._drop()
+
+    def _delete_session(self) -> None:
+        """Best effort DELETE of the open session (the BMC may be rebooting); never raises."""
+        if self._auth is None or self._conn is None:
+            return
+        with contextlib.suppress(Exception):
             session_uri = self._session_uri()
             if session_uri:
                 # allow_reauth=False: on a 401 (session already gone, e.g. after a BMC reset) sushy
                 # would log in again to retry the DELETE, and leak that new session.
-                with contextlib.suppress(Exception):  # best effort: the BMC may be rebooting
-                    self._conn.delete(session_uri, allow_reauth=False)
-                self._auth.reset_session_attrs()
-        self._drop()
+                self._conn.delete(session_uri, allow_reauth=False)
+        with contextlib.suppress(Exception):
+            self._auth.reset_session_attrs()
 
     def _drop(self) -> None:
+        """Forget the client without a request; never raises."""
         if self.root is not None:
             self.root._auth = None  # we closed it; keep Sushy.__del__ from trying again
         if self._conn is not None:
-            self._conn.close()
+            with contextlib.suppress(Exception):
+                self._conn.close()
         self.root = None
         self._auth = None
         self._conn = None
@@ -316,7 +332,10 @@ class RedfishClient:
         if self._system_path:  # located before (a reconnect after a BMC reset)
             return self.root.get_system(self._system_path)
         if self.params.system_id:
-            return self.root.get_system(self._member_path("Systems", self.params.system_id))
+            try:
+                return self.root.get_system(self._member_path("Systems", self.params.system_id))
+            except sushy_exceptions.ResourceNotFoundError:
+                raise self._unknown_system() from None
         root_json = self.root.json or {}
         guess = default_member_id(root_json, "Systems")
         if guess:
@@ -330,6 +349,22 @@ class RedfishClient:
                 return self.root.get_system(self._first_member(body, "Systems"))
             return _system_from_document(self.root, self._conn, body)
         return self.root.get_system(self._member_path("Systems", None))
+
+    def _unknown_system(self) -> InputError:
+        """``system_id`` names no System: say which ones exist (one more GET, on this failure only)."""
+        prefix = self.params.root_prefix
+        try:
+            members = self._conn.get(f"{prefix}Systems").json().get("Members") or []
+            ids = [str(m["@odata.id"]).rstrip("/").rsplit("/", 1)[-1] for m in members if m.get("@odata.id")]
+        except Exception:  # the listing is a hint only; the error stands without it
+            ids = []
+        known = f"its Systems are: {', '.join(ids)}" if ids else "it did not list its Systems"
+        return InputError(
+            "system_id",
+            f"the BMC at {self.params.bmc_url} has no System {self.params.system_id!r}"
+            f" (GET {prefix}Systems/{self.params.system_id} answered 404); {known}."
+            " Set system_id to one of them, or leave it unset to use the BMC's first (usually only) System.",
+        )
 
     def system_path(self) -> str:
         if self._system is not None:
