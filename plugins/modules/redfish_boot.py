@@ -13,7 +13,11 @@ description:
   - On iDRAC8 (13G, for example an R730) the order and the mode are BIOS settings, written to C(BootSources/Settings)
     or C(Bios/Settings) and applied by a BIOS configuration job at the next reboot (O(reboot)). A one-time
     O(device=virtual_cd) goes through Dell's configuration import (SCP), because C(Cd) boots the physical drive there.
-  - On iDRAC9 and other BMCs the order is C(Boot.BootOrder), written with the resource's ETag (C(If-Match)).
+  - On iDRAC9 and other BMCs the order is C(Boot.BootOrder), written with the resource's ETag (C(If-Match)). When the
+    BMC answers 412 (another writer changed the System since it was read), the order is read again, planned again from
+    what is there now and written once more with the new ETag (RV(actions) shows C(replanned=true); nothing is written
+    when the order already satisfies O(order)). A second 412 fails with a conflict error on O(order). The write is never
+    sent without C(If-Match).
   - With O(verify_after_reboot=true) the server is rebooted after the order was changed, the order is read back,
     and re-applied once if the BMC reverted it (result C(reapplied=true)).
 version_added: 0.1.0
@@ -90,7 +94,10 @@ plan:
   returned: always
   type: dict
 actions:
-  description: What was written, one entry per write (method, job id).
+  description:
+    - What was written, one entry per write (method, job id).
+    - C(replanned=true) on the boot order write when the first attempt was refused with HTTP 412 and the order was
+      read and planned again.
   returned: always
   type: list
   elements: dict

@@ -264,6 +264,9 @@ class _Handler(BaseHTTPRequestHandler):
             return Reply(200, doc, headers), None
         if method == "PATCH":
             with state.lock:
+                if "BootOrder" in (body.get("Boot") or {}) and state.fire("concurrent_order_change") is not None:
+                    order = state.boot_options_order  # another writer between the client's read and this PATCH
+                    state.boot_options_order = order[1:] + order[:1]
                 if state.p.etags and self.headers.get("If-Match"):
                     current = tree.get(path, "")
                     if current is not None and not _etag_matches(self.headers["If-Match"], _etag(current)):

@@ -30,6 +30,8 @@ from typing import Any
 #   basic_writes_refused        the next ``count`` writes (POST/PATCH/PUT/DELETE) sent with valid HTTP
 #                               Basic credentials answer ``status`` (kw: 401 NoValidSession, the default,
 #                               or 403 InsufficientPrivilege); reads and session-token writes still work
+#   concurrent_order_change     the next ``count`` PATCHes of Boot.BootOrder find the order changed by
+#                               another writer just before (first entry moved last, so the ETag changed)
 FAULTS = (
     "insert_sys446",
     "insert_vrm0021_until_reset",
@@ -41,6 +43,7 @@ FAULTS = (
     "error",
     "scp_job_running",
     "basic_writes_refused",
+    "concurrent_order_change",
 )
 
 # Faults that only a Manager reset (or clear_faults) removes; their count is ignored.

@@ -21,7 +21,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
 
 from . import power
-from .errors import RedfishError
+from .errors import PreconditionFailed, RedfishError
 from .quirks import BootOps, BootOrderState
 from .quirks.generic import DEVICE_TARGETS
 
@@ -160,10 +160,7 @@ def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
         if done.get("job_id"):
             jobs.append(done["job_id"])
     if plan.order is not None and state is not None:
-        done = quirks.set_boot_order(client, state, plan.order)
-        result["actions"].append(done)
-        if done.get("job_id"):
-            jobs.append(done["job_id"])
+        _write_planned_order(client, quirks, params["order"], state, plan=plan, result=result, jobs=jobs)
     if any(action.get("needs_job") for action in result["actions"]):
         job_id = quirks.commit_bios(client)
         if job_id:
@@ -172,13 +169,70 @@ def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
         result["actions"].append(quirks.set_one_time_boot(client, plan.override["device"], plan.override["persistent"]))
     result["jobs"] = jobs
     verify = bool(params.get("verify_after_reboot")) and plan.order is not None
-    if params.get("reboot") or verify:
+    if (params.get("reboot") and result["changed"]) or verify:
         _reboot_and_wait_jobs(client, jobs, timeout)
         result["rebooted"] = True
     if verify and plan.order is not None:
         _verify_order(client, quirks, plan.order, result, timeout)
     client.forget()
     return result
+
+
+def _write_planned_order(
+    client: Any,
+    quirks: BootOps,
+    desired: list[str],
+    state: BootOrderState,
+    *,
+    plan: BootPlan,
+    result: dict[str, Any],
+    jobs: list[str],
+) -> None:
+    """``write_order`` for ``apply``; after a re-plan the result shows the order it was made from."""
+    done, written, seen = write_order(client, quirks, desired, state, plan.order or [])
+    if seen is not state:  # a 412: re-read and re-planned after a concurrent change
+        plan.order = written
+        result["plan"]["order"] = written
+        result["diff"]["before"]["order"] = list(seen.order)
+        result["diff"]["after"]["order"] = list(written or seen.order)
+        result["changed"] = plan.changed
+    if done is not None:
+        result["actions"].append(done)
+        if done.get("job_id"):
+            jobs.append(done["job_id"])
+
+
+def write_order(
+    client: Any, quirks: BootOps, desired: list[str], state: BootOrderState, planned: list[str]
+) -> tuple[dict[str, Any] | None, list[str] | None, BootOrderState]:
+    """Write ``planned`` guarded by the ETag of ``state``; on a 412 re-read, re-plan, retry once.
+
+    A 412 means another writer changed the System between our read and our PATCH. The order is
+    read again (with its new ETag) and planned again from ``desired``: when the other writer's
+    order already satisfies it, nothing is written; else the new plan is sent once with the new
+    ETag. A second 412 raises ``ConflictError``: a plan made from a stale read is never written.
+    Returns ``(action or None, order written or None, state the plan was made from)``.
+    """
+    try:
+        return quirks.set_boot_order(client, state, planned), planned, state
+    except PreconditionFailed:
+        pass
+    client.forget()
+    fresh = quirks.read_boot_order(client)
+    replanned = plan_order(desired, fresh)
+    if replanned is None:
+        return None, None, fresh
+    try:
+        done = quirks.set_boot_order(client, fresh, replanned)
+    except PreconditionFailed as exc:
+        raise ConflictError(
+            "order: another writer changed the boot order on the BMC while this task was writing it (HTTP 412"
+            " twice: the ETag read before each write no longer matched). Nothing stale was written. Find what"
+            " else manages this server's boot order (another playbook, a provisioning system, a person in the"
+            " BMC's web UI), let one of them own it, and run the task again.",
+            details={"field": "order", "wanted": list(desired), "found": list(fresh.order)},
+        ) from exc
+    return {**done, "replanned": True}, replanned, fresh
 
 
 def _verify_order(client: Any, quirks: BootOps, wanted: list[str], result: dict[str, Any], timeout: float) -> None:
@@ -193,7 +247,9 @@ def _verify_order(client: Any, quirks: BootOps, wanted: list[str], result: dict[
                 f"The BMC reverted the boot order again after re-applying it: wanted {wanted}, found {now.order}",
                 details={"wanted": wanted, "found": now.order},
             )
-        done = quirks.set_boot_order(client, now, wanted)
+        done = write_order(client, quirks, wanted, now, wanted)[0]
+        if done is None:  # another writer put it back meanwhile
+            break
         job_id = quirks.commit_bios(client) if done.get("needs_job") else done.get("job_id")
         result["actions"].append({**done, "reapply": True, "job_id": job_id})
         if job_id:

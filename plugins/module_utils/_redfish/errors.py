@@ -159,6 +159,16 @@ class JobBusyError(RedfishError):
     kind = "redfish_job_busy"
 
 
+class PreconditionFailed(RedfishError):
+    """A PATCH with ``If-Match`` was refused with 412: the resource changed since it was read.
+
+    Raised to the planner (``boot.py``), which re-reads, re-plans and writes once more; it never
+    reaches the user as such (a second 412 becomes a ``ConflictError`` naming the option).
+    """
+
+    kind = "redfish_precondition_failed"
+
+
 class UnsupportedError(MetalplaneError):
     """The BMC does not offer what was asked (no such action, target or resource)."""
 

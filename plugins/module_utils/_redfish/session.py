@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,16 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.waiti
 
 from .args import ConnectionParams
 from .detect import default_member_id
-from .errors import AUTH, NOT_READY, AuthenticationError, classify, from_sushy, message_ids
+from .errors import (
+    AUTH,
+    INVALID,
+    NOT_READY,
+    AuthenticationError,
+    PreconditionFailed,
+    classify,
+    from_sushy,
+    message_ids,
+)
 
 try:
     import requests
@@ -67,6 +77,9 @@ READY_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
 # checks the credentials (and the privilege) before it acts, so sending it once more is safe.
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 REFUSED_STATUSES = frozenset({401, 403})
+# HTTP 412: an If-Match ETag no longer matches; the resource changed since it was read.
+PRECONDITION_FAILED = 412
+_WEAK_ETAG = re.compile(r'^W/("[^"]*")$')
 
 
 def needs_session_for_write(method: str, status: int | None, *, basic: bool, reads_ok: bool) -> bool:
@@ -417,7 +430,35 @@ class RedfishClient:
         return dict(response.json()), response.headers.get("ETag")
 
     def patch(self, path: str, data: dict[str, Any], doing: str, etag: str | None = None) -> Any:
-        return self.call(doing, self._conn.patch, path, data=data, etag=etag)
+        """PATCH ``path``; with ``etag``, guarded by ``If-Match`` and never sent without it.
+
+        sushy's ``Connector.patch`` answers a 412 by sending the PATCH again without ``If-Match``
+        (``_etag_handler``), which lets a plan made from a stale read overwrite a concurrent writer.
+        With an ETag the PATCH therefore goes straight to ``_op`` with the header: a weak ETag the
+        BMC refuses is tried once in its strong form (sushy's one safe workaround), and a 412 to
+        every form raises ``PreconditionFailed`` for the caller to re-read and re-plan.
+        """
+        if not etag:
+            return self.call(doing, self._conn.patch, path, data=data)
+        refused: Exception | None = None
+        for tag in etag_forms(etag):
+            try:
+                return self._conn._op("PATCH", path, data=data, headers={"If-Match": tag})
+            except sushy_exceptions.HTTPError as exc:
+                if exc.status_code != PRECONDITION_FAILED:
+                    raise from_sushy(exc, doing) from exc
+                refused = exc
+            except MetalplaneError:
+                raise
+            except Exception as exc:
+                raise from_sushy(exc, doing) from exc
+        raise PreconditionFailed(
+            f"{doing} failed: HTTP 412, the resource changed since it was read (ETag {etag} no longer matches)",
+            category=INVALID,
+            message_ids=message_ids({"error": refused.body} if getattr(refused, "body", None) else None),
+            status=PRECONDITION_FAILED,
+            method="PATCH",
+        ) from refused
 
     def post(self, path: str, data: dict[str, Any] | None, doing: str) -> Any:
         return self.call(doing, self._conn.post, path, data=data)
@@ -512,6 +553,16 @@ class RedfishClient:
             sleep=do_sleep,
         )
         return polls
+
+
+def etag_forms(etag: str) -> list[str]:
+    """The ``If-Match`` values to try for ``etag``: as read, then a weak tag's strong form (pure).
+
+    Some BMCs hand out weak ETags (``W/"x"``) but compare ``If-Match`` strongly (RFC 9110 asks
+    for it), so the read tag can never match; ``"x"`` still names the same version.
+    """
+    match = _WEAK_ETAG.match(etag.strip())
+    return [etag, match.group(1)] if match else [etag]
 
 
 def _system_from_document(root: Any, conn: Any, body: dict[str, Any]) -> Any:

@@ -3,7 +3,8 @@
 """Standard Redfish behaviour (DMTF), also the base of the Dell quirks.
 
 Boot override through ``set_system_boot_options`` (one GET + one PATCH with If-Match), persistent
-order through ``Boot.BootOrder`` with the ETag (sushy has no API for it, reference §1.4), virtual
+order through ``Boot.BootOrder`` with the ETag, never resent without it (sushy has no API for it,
+reference §1.4; ``RedfishClient.patch`` bypasses sushy's 412 handler), virtual
 media on the System with a fallback to the Manager, BMC reset through ``Manager.Reset``.
 
 This file is PRIVATE to the collection: other collections must not import it.
@@ -106,6 +107,7 @@ class Generic:
         return BootOrderState(order=order, names=names, source="Boot.BootOrder", etag=etag)
 
     def set_boot_order(self, client: Any, state: BootOrderState, new_order: list[str]) -> dict[str, Any]:
+        """PATCH the full order with ``If-Match: <ETag read with it>``; a 412 raises ``PreconditionFailed``."""
         response = client.patch(
             client.system_path(), {"Boot": {"BootOrder": new_order}}, "Setting Boot.BootOrder", etag=state.etag
         )
