@@ -5,9 +5,11 @@
 Why: "how long does a GPU cluster take to become inference-ready, and where does the time go" is
 the question every run of this collection answers. Each inventory host is one cluster, and each
 task declares its phase with a ``phase:<name>`` tag, so the timeline needs nothing from the roles
-but a tag, works with any strategy and fork count, and never reads a task's arguments or results:
-the reports hold host names, phase names, counts and durations only, so no secret can leak into
-them.
+but a tag, works with any strategy and fork count, and never reads a task's arguments. From a
+result it reads only the keys that say a recovery was needed (``recovered_by``, ``auth_fallback``,
+``reapplied``: the modules report them so a playbook and a timeline can show them), keeps their
+values only when they are short identifiers, and names the task only then: the reports hold host
+names, phase names, counts, durations and those recovery events, so no secret can leak into them.
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ description:
     writes JSON, so that output stays parseable).
   - When O(output_dir) is set, C(timeline.json) and C(timeline.html) (a self-contained page with one inline SVG
     Gantt-like chart per cluster, no external JavaScript or CSS) are written there, overwriting the previous run's.
-  - The reports contain host names, phase names, task counts and durations only; never task names, arguments or
-    results.
+  - Tasks whose result says a recovery was needed are listed per host as recovery events (task name, phase, time
+    and kind) in the table, the JSON file and the chart. The kinds come from the result keys C(recovered_by)
+    (M(metalplane.inference.redfish_virtual_media), any value but C(none)), C(auth_fallback) (every Redfish
+    module, when true) and C(reapplied) (M(metalplane.inference.redfish_boot), when true).
+  - Otherwise the reports contain host names, phase names, task counts and durations only; never task arguments
+    or other result values.
 requirements:
   - Enabled with C(callbacks_enabled = metalplane.inference.timeline) in C(ansible.cfg) or
     C(ANSIBLE_CALLBACKS_ENABLED=metalplane.inference.timeline).
@@ -60,7 +66,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -81,6 +87,18 @@ MERGE_GAP = 0.5
 SCHEMA_VERSION = 1
 JSON_FILE = "timeline.json"
 HTML_FILE = "timeline.html"
+# Result keys that say a task needed a recovery (the modules' RETURN docs):
+#   recovered_by   redfish_virtual_media: none | eject_retry | bmc_reset (the kind is the value)
+#   auth_fallback  every Redfish module: true when a write HTTP Basic was refused got a session
+#   reapplied      redfish_boot: true when the BMC reverted the boot order and it was written again
+RECOVERED_BY = "recovered_by"
+RECOVERY_FLAGS = ("auth_fallback", "reapplied")
+NO_RECOVERY = "none"
+# A recovery kind is kept only when it looks like an identifier; anything else is reported as
+# ``other``, so no free text from a result can reach the reports.
+_RECOVERY_KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+# Longest task name kept for a recovery event.
+MAX_TASK_NAME = 120
 # Stdout callbacks whose output is a machine-readable document the table must not corrupt.
 _MACHINE_STDOUT = re.compile(r"json", re.IGNORECASE)
 
@@ -104,6 +122,37 @@ def task_phase(task: Any) -> str:
     except Exception:  # a callback must never break the run
         tags = []
     return phase_from_tags(tags if isinstance(tags, list | tuple) else [])
+
+
+def recoveries_in(result: Any) -> list[str]:
+    """The recovery kinds a task result reports, in order and without repeats (pure).
+
+    ``recovered_by`` values other than ``none`` and the true ``auth_fallback``/``reapplied`` flags,
+    read from the result and, for a loop, from each item's result. Never raises.
+    """
+    if not isinstance(result, Mapping):
+        return []
+    items: list[Mapping[str, Any]] = [result]
+    loop = result.get("results")
+    if isinstance(loop, list):
+        items.extend(item for item in loop if isinstance(item, Mapping))
+    found: list[str] = []
+    for item in items:
+        value = item.get(RECOVERED_BY)
+        if isinstance(value, str) and value and value != NO_RECOVERY:
+            found.append(value if _RECOVERY_KIND.match(value) else OTHER)
+        found.extend(flag for flag in RECOVERY_FLAGS if item.get(flag) is True)
+    return list(dict.fromkeys(found))
+
+
+def task_name(task: Any) -> str:
+    """A task's name for a recovery event (shortened); ``?`` when it cannot be read."""
+    try:
+        name = str(task.get_name()).strip()
+    except Exception:  # a callback must never break the run
+        name = ""
+    name = " ".join(name.split()) or "?"
+    return name if len(name) <= MAX_TASK_NAME else name[: MAX_TASK_NAME - 3] + "..."
 
 
 def phase_order(phases: Iterable[str]) -> list[str]:
@@ -153,6 +202,7 @@ class Timeline:
         self.playbooks: list[str] = []
         self._open: dict[tuple[str, str], tuple[float, str]] = {}
         self.clusters: dict[str, dict[str, PhaseRecord]] = {}
+        self.recoveries: dict[str, list[dict[str, Any]]] = {}
 
     def now(self) -> float:
         return self._clock() - self.started
@@ -169,6 +219,12 @@ class Timeline:
             (host, task_id), (fallback_start if fallback_start is not None else end, phase)
         )
         self.clusters.setdefault(host, {}).setdefault(started_phase, PhaseRecord()).add(start, end, failed=failed)
+
+    def recovered(self, host: str, task: str, phase: str, kinds: Iterable[str]) -> None:
+        """Record that ``task`` on ``host`` needed the recoveries ``kinds`` (at the current time)."""
+        at = round(self.now(), 3)
+        for kind in kinds:
+            self.recoveries.setdefault(host, []).append({"task": task, "phase": phase, "at": at, "recovered_by": kind})
 
     def finish(self) -> None:
         """End of the run: tasks still open (interrupted, unreachable mid-way) are closed now."""
@@ -190,6 +246,7 @@ class Timeline:
                 "end": max(ends) if ends else None,
                 "failed": sum(r.failed for r in records.values()),
                 "phases": phases,
+                "recoveries": [dict(event) for event in self.recoveries.get(host, [])],
             }
         return {
             "version": SCHEMA_VERSION,
@@ -223,6 +280,14 @@ def render_table(report: dict[str, Any]) -> list[str]:
         lines.append(host.ljust(width) + "".join(cells) + f"  {data['seconds']:>9.1f}")
     if any(c["failed"] for c in clusters.values()):
         lines.append("! a task of this phase failed or did not finish")
+    events = [(host, event) for host, data in clusters.items() for event in data.get("recoveries", [])]
+    if events:
+        lines.append(f"RECOVERIES ({len(events)}: a task needed a recovery; see its result)")
+        for host, event in events:
+            lines.append(
+                f"{host.ljust(width)}  {event['at']:>7.1f}s  {event['phase']:<9}  {event['recovered_by']:<13}"
+                f"  {event['task']}"
+            )
     return lines
 
 
@@ -238,6 +303,8 @@ _COLOURS = {
 }
 _SPARE_COLOURS = ("#f0e442", "#d55e00", "#6a3d9a", "#b15928")
 _FAILED_COLOUR = "#d62728"
+# Recovery markers (a diamond on the phase's row at the task's end): black stands out on every bar.
+_RECOVERY_COLOUR = "#000000"
 _SVG_WIDTH = 960
 _LABEL_WIDTH = 110
 # Room on the right for each row's total seconds.
@@ -300,6 +367,18 @@ def render_svg(host: str, data: dict[str, Any], duration: float, custom: list[st
             f'<text x="{_SVG_WIDTH - 4}" y="{y + _ROW / 2 + 4:.1f}" font-size="11" fill="#444" text-anchor="end">'
             f"{record['seconds']:.1f}s</text>"
         )
+    rows = {phase: row for row, phase in enumerate(phases)}
+    for event in data.get("recoveries", []):
+        row = rows.get(event["phase"])
+        if row is None:
+            continue
+        mx, my, r = x(event["at"]), row * _ROW + 4 + (_ROW - 8) / 2, (_ROW - 8) / 2
+        parts.append(
+            f'<polygon class="recovery" points="{mx:.1f},{my - r:.1f} {mx + r:.1f},{my:.1f} {mx:.1f},{my + r:.1f} '
+            f'{mx - r:.1f},{my:.1f}" fill="{_RECOVERY_COLOUR}" stroke="#fff" stroke-width="1">'
+            f"<title>recovery {esc(event['recovered_by'])} at {event['at']:.1f}s: {esc(event['task'])}</title>"
+            "</polygon>"
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -310,6 +389,7 @@ table { border-collapse: collapse; margin-bottom: 2em; }
 th, td { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.failed { color: #d62728; font-weight: bold; }
+ul.recoveries { margin-top: -1em; margin-bottom: 1.5em; }
 svg.gantt { display: block; margin-bottom: 1.5em; }
 """
 
@@ -332,7 +412,8 @@ def render_html(report: dict[str, Any]) -> str:
                 cells.append(f"<td{css}>{record['seconds']:.1f}</td>")
         rows.append(f"<tr><td>{esc(host)}</td>{''.join(cells)}<td>{data['seconds']:.1f}</td></tr>")
     charts = [
-        f'<section class="cluster"><h2>{esc(host)}</h2>\n{render_svg(host, data, report["duration"], custom)}</section>'
+        f'<section class="cluster"><h2>{esc(host)}</h2>\n{render_svg(host, data, report["duration"], custom)}'
+        f"{_recovery_list(data)}</section>"
         for host, data in report["clusters"].items()
     ]
     playbooks = ", ".join(esc(p) for p in report["playbooks"]) or "-"
@@ -343,10 +424,25 @@ def render_html(report: dict[str, Any]) -> str:
         f"<style>{_STYLE}</style></head><body>\n"
         "<h1>metalplane.inference timeline</h1>\n"
         f"<p>Run started {esc(report['started'])}, {report['duration']:.1f}s, playbooks: {playbooks}. "
-        "Seconds per cluster and phase; red marks a phase with a failed or unfinished task.</p>\n"
+        "Seconds per cluster and phase; red marks a phase with a failed or unfinished task, a black diamond a task "
+        "that needed a recovery.</p>\n"
         f"<table><thead><tr><th>cluster</th>{head}<th>total</th></tr></thead>\n"
         f"<tbody>{''.join(rows)}</tbody></table>\n" + "\n".join(charts) + "\n</body></html>\n"
     )
+
+
+def _recovery_list(data: dict[str, Any]) -> str:
+    """The cluster's recovery events under its chart ("" when there were none)."""
+    events = data.get("recoveries") or []
+    if not events:
+        return ""
+    esc = html.escape
+    items = "".join(
+        f"<li>{event['at']:.1f}s, {esc(event['phase'])}: <strong>{esc(event['recovered_by'])}</strong> in task "
+        f"{esc(event['task'])}</li>"
+        for event in events
+    )
+    return f'\n<ul class="recoveries">{items}</ul>'
 
 
 def write_reports(report: dict[str, Any], directory: str) -> list[str]:
@@ -412,11 +508,20 @@ class CallbackModule(CallbackBase):
             host, task._uuid, task_phase(task), failed=failed, fallback_start=self._task_starts.get(task._uuid)
         )
 
+    def _recoveries(self, result: Any) -> None:
+        """Recovery events the result reports (``recovered_by``, ``auth_fallback``, ``reapplied``)."""
+        kinds = recoveries_in(getattr(result, "_result", None))
+        if kinds:
+            host, task = _result_host_task(result)
+            self.timeline.recovered(host, task_name(task), task_phase(task), kinds)
+
     def v2_runner_on_ok(self, result: Any) -> None:
         self._finished(result, failed=False)
+        self._recoveries(result)
 
     def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
         self._finished(result, failed=not ignore_errors)
+        self._recoveries(result)
 
     def v2_runner_on_skipped(self, result: Any) -> None:
         self._finished(result, failed=False)

@@ -228,7 +228,8 @@ def test_json_shape() -> None:
     assert report["phases"] == ["provision", "gpu_ready", "storage", "teardown", "other"]
     assert list(report["clusters"]) == ["<b>evil&co</b>", "vke-ewr-1"]
     cluster = report["clusters"]["vke-ewr-1"]
-    assert set(cluster) == {"seconds", "start", "end", "failed", "phases"}
+    assert set(cluster) == {"seconds", "start", "end", "failed", "phases", "recoveries"}
+    assert cluster["recoveries"] == []
     assert list(cluster["phases"]) == ["provision", "gpu_ready", "storage", "other"]
     assert cluster["seconds"] == 7.75
     assert cluster["failed"] == 1
@@ -399,3 +400,120 @@ def test_callback_warns_when_it_cannot_write(tmp_path: Path) -> None:
     callback.v2_playbook_on_stats(None)
     assert len(display.warnings) == 1
     assert "could not write" in display.warnings[0]
+
+
+# --- recovery events -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "kinds"),
+    [
+        ({}, []),
+        (None, []),
+        ("not a mapping", []),
+        ({"recovered_by": "none", "auth_fallback": False, "reapplied": False}, []),
+        ({"recovered_by": "eject_retry"}, ["eject_retry"]),
+        ({"recovered_by": "bmc_reset", "auth_fallback": True}, ["bmc_reset", "auth_fallback"]),
+        ({"reapplied": True, "rebooted": True}, ["reapplied"]),
+        ({"auth_fallback": "yes"}, []),  # only a real true counts
+        ({"recovered_by": "see <b>/etc/passwd</b> and token abc"}, ["other"]),  # free text never kept
+        ({"recovered_by": ""}, []),
+        (
+            {"results": [{"recovered_by": "eject_retry"}, {"recovered_by": "none"}, {"recovered_by": "eject_retry"}]},
+            ["eject_retry"],
+        ),
+        ({"results": [{"auth_fallback": True}, "junk"], "recovered_by": "bmc_reset"}, ["bmc_reset", "auth_fallback"]),
+        ({"censored": "the output has been hidden due to the fact that 'no_log: true' was specified"}, []),
+    ],
+)
+def test_recoveries_in(result: Any, kinds: list[str]) -> None:
+    assert tl.recoveries_in(result) == kinds
+
+
+class NamedTask:
+    def __init__(self, uuid: str, tags: list[str], name: Any) -> None:
+        self._uuid = uuid
+        self.tags = tags
+        self.name = name
+
+    def get_name(self) -> str:
+        if isinstance(self.name, Exception):
+            raise self.name
+        return self.name
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("insert the ISO", "insert the ISO"),
+        ("  two\n lines  ", "two lines"),
+        ("", "?"),
+        (RuntimeError("broken"), "?"),
+        ("x" * 300, "x" * (tl.MAX_TASK_NAME - 3) + "..."),
+    ],
+)
+def test_task_name(name: Any, shown: str) -> None:
+    assert tl.task_name(NamedTask("u", [], name)) == shown
+
+
+class ResultWith(FakeResult):
+    def __init__(self, host: FakeHost, task: Any, result: dict[str, Any]) -> None:
+        super().__init__(host, task)
+        self._result = result
+
+
+def test_callback_records_recoveries_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(C, "DEFAULT_STDOUT_CALLBACK", "default")
+    clock = Clock()
+    callback, display = _callback({"output_dir": str(tmp_path), "show_summary": True}, clock)
+    r730, r740 = FakeHost("r730"), FakeHost("r740")
+    insert = NamedTask("u1", ["phase:provision"], "insert <iso>")
+    order = NamedTask("u2", ["phase:provision"], "boot order")
+    info = NamedTask("u3", ["phase:gpu_ready"], "info")
+    for host in (r730, r740):
+        callback.v2_runner_on_start(host, insert)
+    clock.advance(3)
+    callback.v2_runner_on_ok(ResultWith(r730, insert, {"changed": True, "recovered_by": "bmc_reset"}))
+    callback.v2_runner_on_ok(ResultWith(r740, insert, {"changed": True, "recovered_by": "none"}))
+    callback.v2_runner_on_start(r730, order)
+    clock.advance(2)
+    callback.v2_runner_on_failed(
+        ResultWith(r730, order, {"failed": True, "reapplied": True, "auth_fallback": True}), ignore_errors=True
+    )
+    callback.v2_runner_on_start(r740, info)
+    clock.advance(1)
+    callback.v2_runner_on_ok(ResultWith(r740, info, {"auth_fallback": False}))
+    callback.v2_runner_on_skipped(ResultWith(r740, info, {"skipped": True, "recovered_by": "eject_retry"}))
+    callback.v2_playbook_on_stats(None)
+
+    report = json.loads((tmp_path / "timeline.json").read_text())
+    assert report["clusters"]["r730"]["recoveries"] == [
+        {"task": "insert <iso>", "phase": "provision", "at": 3.0, "recovered_by": "bmc_reset"},
+        {"task": "boot order", "phase": "provision", "at": 5.0, "recovered_by": "auth_fallback"},
+        {"task": "boot order", "phase": "provision", "at": 5.0, "recovered_by": "reapplied"},
+    ]
+    assert report["clusters"]["r740"]["recoveries"] == []  # "none", false and skipped results are not events
+
+    lines = [line for line, _err in display.lines]
+    heading = next(i for i, line in enumerate(lines) if line.startswith("RECOVERIES (3:"))
+    rows = [line.split(None, 4) for line in lines[heading + 1 : heading + 4]]
+    assert rows == [
+        ["r730", "3.0s", "provision", "bmc_reset", "insert <iso>"],
+        ["r730", "5.0s", "provision", "auth_fallback", "boot order"],
+        ["r730", "5.0s", "provision", "reapplied", "boot order"],
+    ]
+
+    page = (tmp_path / "timeline.html").read_text()
+    r730_chart = page.split("<h2>r730</h2>")[1].split("</section>")[0]
+    assert r730_chart.count('<polygon class="recovery"') == 3
+    assert "insert &lt;iso&gt;" in r730_chart
+    assert "insert <iso>" not in page
+    assert r730_chart.count("<li>") == 3
+    r740_chart = page.split("<h2>r740</h2>")[1].split("</section>")[0]
+    assert "recovery" not in r740_chart
+    svg = r730_chart.split("<svg ", 1)[1].split("</svg>")[0]
+    ET.fromstring("<svg " + svg + "</svg>")  # markers keep the chart well-formed
+
+
+def test_table_without_recoveries_has_no_recovery_line() -> None:
+    assert not any(line.startswith("RECOVERIES") for line in tl.render_table(_report()))
