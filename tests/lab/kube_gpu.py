@@ -31,27 +31,59 @@ VALIDATOR_INIT_CONTAINERS = ("driver-validation", "toolkit-validation", "cuda-va
 
 @dataclass(frozen=True)
 class GpuProduct:
-    label: str  # nvidia.com/gpu.product (GFD: product name with spaces as dashes)
+    """One GPU model: what GPU Feature Discovery labels a node with and what the DRA driver publishes.
+
+    The one table both simulators read (``add_gpu_node``'s labels, ``resource_slice``'s attributes,
+    and the VKE twin's plans), so a node's labels and its ResourceSlice can never disagree.
+    """
+
+    label: str  # nvidia.com/gpu.product (GFD: NVML name, spaces as dashes)
     product_name: str  # DRA productName attribute (NVML name)
-    architecture: str
-    compute_capability: str
+    architecture: str  # DRA architecture attribute (go-nvlib name)
+    compute_capability: str  # DRA cudaComputeCapability; GFD's compute.major/.minor labels
     memory: str  # DRA capacity "memory" as the driver reports it (NVML total, BinarySI)
     memory_mib: int  # nvidia.com/gpu.memory label
+    family: str  # nvidia.com/gpu.family label (current GFD: from the compute capability)
+    nominal_gb: int  # the memory the model is sold with (sizes Vultr vcg-* plans: lab.vke_twin)
+
+    def gfd_labels(self, count: int) -> dict[str, str]:
+        """The GPU Feature Discovery labels of a node with ``count`` of these GPUs (sharing disabled)."""
+        major, minor = self.compute_capability.split(".")[:2]
+        driver = DEFAULT_DRIVER_VERSION.split(".")
+        return {
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": self.label,
+            "nvidia.com/gpu.count": str(count),
+            "nvidia.com/gpu.memory": str(self.memory_mib),
+            "nvidia.com/gpu.family": self.family,
+            "nvidia.com/gpu.compute.major": major,
+            "nvidia.com/gpu.compute.minor": minor,
+            "nvidia.com/gpu.replicas": "1",
+            "nvidia.com/cuda.driver.major": driver[0],
+            "nvidia.com/cuda.driver.minor": driver[1],
+            "nvidia.com/cuda.driver.rev": driver[2],
+        }
 
 
 PRODUCTS: dict[str, GpuProduct] = {
-    "Tesla-V100-PCIE-32GB": GpuProduct("Tesla-V100-PCIE-32GB", "Tesla V100-PCIE-32GB", "Volta", "7.0.0", "32Gi", 32768),
-    "NVIDIA-L40S": GpuProduct("NVIDIA-L40S", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi", 46068),
+    "Tesla-V100-PCIE-32GB": GpuProduct(
+        "Tesla-V100-PCIE-32GB", "Tesla V100-PCIE-32GB", "Volta", "7.0.0", "32Gi", 32768, "volta", 32
+    ),
+    "NVIDIA-L40S": GpuProduct(
+        "NVIDIA-L40S", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi", 46068, "ada-lovelace", 48
+    ),
     "NVIDIA-H100-80GB-HBM3": GpuProduct(
-        "NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi", 81559
+        "NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi", 81559, "hopper", 80
     ),
     # Vultr VKE GPU plans (lab.vke_twin). [unverified] memory figures: what nvidia-smi commonly shows.
-    "NVIDIA-A16": GpuProduct("NVIDIA-A16", "NVIDIA A16", "Ampere", "8.6.0", "15356Mi", 15356),
-    "NVIDIA-A40": GpuProduct("NVIDIA-A40", "NVIDIA A40", "Ampere", "8.6.0", "46068Mi", 46068),
+    "NVIDIA-A16": GpuProduct("NVIDIA-A16", "NVIDIA A16", "Ampere", "8.6.0", "15356Mi", 15356, "ampere", 16),
+    "NVIDIA-A40": GpuProduct("NVIDIA-A40", "NVIDIA A40", "Ampere", "8.6.0", "46068Mi", 46068, "ampere", 48),
     "NVIDIA-A100-80GB-PCIe": GpuProduct(
-        "NVIDIA-A100-80GB-PCIe", "NVIDIA A100 80GB PCIe", "Ampere", "8.0.0", "81920Mi", 81920
+        "NVIDIA-A100-80GB-PCIe", "NVIDIA A100 80GB PCIe", "Ampere", "8.0.0", "81920Mi", 81920, "ampere", 80
     ),
-    "NVIDIA-B200": GpuProduct("NVIDIA-B200", "NVIDIA B200", "Blackwell", "10.0.0", "183359Mi", 183359),
+    "NVIDIA-B200": GpuProduct(
+        "NVIDIA-B200", "NVIDIA B200", "Blackwell", "10.0.0", "183359Mi", 183359, "blackwell", 192
+    ),
 }
 ALIASES = {
     "V100": "Tesla-V100-PCIE-32GB",
@@ -180,10 +212,7 @@ class GpuSimulator:
             "kubernetes.io/hostname": name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",
-            "nvidia.com/gpu.present": "true",
-            "nvidia.com/gpu.product": info.label,
-            "nvidia.com/gpu.count": str(gpus),
-            "nvidia.com/gpu.memory": str(info.memory_mib),
+            **info.gfd_labels(gpus),
             **(labels or {}),
         }
         resources = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "500Gi"}

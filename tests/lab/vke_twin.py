@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.kube import KubeEmulator
 from lab.kube_api import ApiError
+from lab.kube_gpu import product as gpu_product
 
 if TYPE_CHECKING:
     from lab.vultr import ClusterHook, VultrEmulator
@@ -40,28 +41,24 @@ POOL_LABEL = "vke.vultr.com/node-pool"
 SYNC_SECONDS = 0.25
 
 
-@dataclass(frozen=True)
-class GpuModel:
-    product: str  # lab.kube_gpu product (GFD label)
-    vram_gb: int  # one whole GPU
-
-
-# gpu token of a vcg-* plan id -> the GPU behind it. The plan's total VRAM / vram_gb = GPU count;
-# less than one whole GPU is a vGPU fraction (one device with the plan's VRAM).
-GPU_MODELS: dict[str, GpuModel] = {
-    "a16": GpuModel("NVIDIA-A16", 16),
-    "a40": GpuModel("NVIDIA-A40", 48),
-    "a100": GpuModel("NVIDIA-A100-80GB-PCIe", 80),
-    "l40s": GpuModel("NVIDIA-L40S", 48),
-    "h100": GpuModel("NVIDIA-H100-80GB-HBM3", 80),
-    "b200": GpuModel("NVIDIA-B200", 192),
+# gpu token of a vcg-* plan id -> the GPU behind it (a lab.kube_gpu product: the one table of GPU models,
+# so the twin's node labels and the DRA slices the Modelplane emulator publishes describe the same GPU).
+# The plan's total VRAM / the model's nominal memory = GPU count; less than one whole GPU is a vGPU
+# fraction (one device with the plan's VRAM).
+GPU_MODELS: dict[str, str] = {
+    "a16": "A16",
+    "a40": "A40",
+    "a100": "A100",
+    "l40s": "L40S",
+    "h100": "H100",
+    "b200": "B200",
 }
 _PLAN = re.compile(r"^vcg-(?P<gpu>[a-z0-9]+)-.*-(?P<vram>\d+)vram$")
 
 
 @dataclass(frozen=True)
 class PlanGpus:
-    product: str
+    product: str  # lab.kube_gpu product label (nvidia.com/gpu.product)
     count: int  # nvidia.com/gpu per node
     fraction: float  # 1.0 for whole GPUs, e.g. 0.333 for a 16 GB slice of an A40
     vram_gb: int  # total per node
@@ -72,13 +69,14 @@ def plan_gpus(plan: str) -> PlanGpus | None:
     match = _PLAN.match(plan)
     if match is None:
         return None
-    model = GPU_MODELS.get(match["gpu"])
-    if model is None:
+    alias = GPU_MODELS.get(match["gpu"])
+    if alias is None:
         return None
+    model = gpu_product(alias)
     vram = int(match["vram"])
-    if vram >= model.vram_gb:
-        return PlanGpus(model.product, vram // model.vram_gb, 1.0, vram)
-    return PlanGpus(model.product, 1, round(vram / model.vram_gb, 3), vram)
+    if vram >= model.nominal_gb:
+        return PlanGpus(model.label, vram // model.nominal_gb, 1.0, vram)
+    return PlanGpus(model.label, 1, round(vram / model.nominal_gb, 3), vram)
 
 
 # Workload APIs by URL, for in-process simulators that hold only a kubeconfig.
