@@ -122,7 +122,13 @@ checks:
     operator: {found: true, ready: true, desired: 2, ready_pods: 2}
     allocatable: {ready: true, nodes: 2, short: []}
 nodes:
-  description: Per matched node, its GPU inventory and what it lacks.
+  description:
+    - Per matched node, its GPU inventory and what it lacks.
+    - C(source) is C(dra) (ResourceSlices), C(labels) (GPU Feature Discovery labels), C(allocatable) or C(none).
+    - C(model) is the source's own name of the GPU (GFD writes C(NVIDIA-L40S)); C(product_name),
+      C(architecture) and C(cuda_compute_capability) are the values the NVIDIA DRA driver publishes. From labels
+      they are derived, and one that cannot be known for certain is null, with the reason in
+      C(attributes_left_out).
   returned: always
   type: dict
   sample:
@@ -131,6 +137,7 @@ nodes:
       missing: []
       source: dra
       model: Tesla V100-PCIE-32GB
+      product_name: Tesla V100-PCIE-32GB
       count: 2
       memory: 32Gi
       driver_version: 580.126.20

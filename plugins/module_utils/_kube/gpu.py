@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._kube import gfd
 
 CHECKS = ("operator", "allocatable", "dra")
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -39,13 +40,13 @@ GPU_DEVICE_TYPE = "gpu"
 ATTRIBUTE_TYPES = ("string", "version", "int", "bool")
 LIST_ATTRIBUTE_TYPES = {"strings": "string", "versions": "version", "ints": "int", "bools": "bool"}
 # GPU Feature Discovery node labels: the inventory source when there is no DRA driver.
-LABEL_PRODUCT = "nvidia.com/gpu.product"
+# (product, family and compute capability are turned into DRA attribute values by gfd.py).
+LABEL_PRODUCT = gfd.LABEL_PRODUCT
 LABEL_COUNT = "nvidia.com/gpu.count"
 LABEL_MEMORY_MIB = "nvidia.com/gpu.memory"
-LABEL_FAMILY = "nvidia.com/gpu.family"
+LABEL_FAMILY = gfd.LABEL_FAMILY
 LABEL_DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
 LABEL_DRIVER_PARTS = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev")
-LABEL_COMPUTE_PARTS = ("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor")
 # How many not-ready validator pods to describe in a timeout message.
 POD_DIAGNOSTIC_LIMIT = 5
 
@@ -329,7 +330,12 @@ def describe_pod(pod: Mapping[str, Any]) -> str:
 
 
 def node_inventory(node: Mapping[str, Any], devices: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """Model, count, memory, driver version of one node, from DRA devices or else GFD labels."""
+    """Model, count, memory, driver version of one node, from DRA devices or else GFD labels.
+
+    ``model`` is what the source calls the GPU (the DRA ``productName``, or GFD's ``NVIDIA-L40S``);
+    ``product_name`` is the DRA ``productName`` only, None when GFD's label cannot be turned back into
+    it (the reason is then in ``attributes_left_out``, see gfd.py).
+    """
     labels = (node.get("metadata") or {}).get("labels") or {}
     inventory: dict[str, Any] = {"allocatable": allocatable_gpus(node)}
     gpus = [d for d in devices or [] if is_gpu_device(d)]
@@ -348,6 +354,7 @@ def node_inventory(node: Mapping[str, Any], devices: list[dict[str, Any]] | None
             source="dra",
             count=len(gpus),
             model=text("productName", "model"),
+            product_name=text("productName"),
             architecture=text("architecture"),
             cuda_compute_capability=text("cudaComputeCapability"),
             driver_version=text("driverVersion"),
@@ -361,20 +368,22 @@ def node_inventory(node: Mapping[str, Any], devices: list[dict[str, Any]] | None
     driver = labels.get(LABEL_DRIVER_FULL)
     if not driver and all(labels.get(p) for p in LABEL_DRIVER_PARTS):
         driver = ".".join(str(labels[p]) for p in LABEL_DRIVER_PARTS)
-    compute = None
-    if all(labels.get(p) for p in LABEL_COMPUTE_PARTS):
-        compute = ".".join(str(labels[p]) for p in LABEL_COMPUTE_PARTS) + ".0"
     memory = labels.get(LABEL_MEMORY_MIB)
     count = labels.get(LABEL_COUNT)
+    derived = gfd.attributes(labels)
+    source = "labels" if labels.get(LABEL_PRODUCT) else ("allocatable" if inventory["allocatable"] else "none")
     inventory.update(
-        source="labels" if labels.get(LABEL_PRODUCT) else ("allocatable" if inventory["allocatable"] else "none"),
+        source=source,
         count=int(count) if str(count or "").isdigit() else inventory["allocatable"],
         model=labels.get(LABEL_PRODUCT),
-        architecture=str(labels[LABEL_FAMILY]).replace("-", " ").title() if labels.get(LABEL_FAMILY) else None,
-        cuda_compute_capability=compute,
+        product_name=derived.product_name,
+        architecture=derived.architecture,
+        cuda_compute_capability=derived.cuda_compute_capability,
         driver_version=driver,
         memory=f"{memory}Mi" if str(memory or "").isdigit() else None,
     )
+    if source == "labels" and derived.left_out:
+        inventory["attributes_left_out"] = dict(derived.left_out)
     return inventory
 
 
@@ -383,8 +392,8 @@ def inference_class_devices(inventory: Mapping[str, Any], driver: str) -> list[d
     if not inventory.get("count"):
         return []
     attributes: dict[str, Any] = {}
-    if inventory.get("model"):
-        attributes["productName"] = {"string": str(inventory["model"])}
+    if inventory.get("product_name"):
+        attributes["productName"] = {"string": str(inventory["product_name"])}
     if inventory.get("architecture"):
         attributes["architecture"] = {"string": str(inventory["architecture"])}
     if inventory.get("cuda_compute_capability"):

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._kube import gfd
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import validate
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import (
     API_VERSION,
@@ -59,11 +60,28 @@ MIN_DISK_GB = 10
 MAX_ACCELERATORS = 16
 SHORT_MAX = 63
 LONG_MAX = 253
-# Inventory keys: what gpu_ready reports per node (``model``) and the name the brief uses (``product``).
-_PRODUCT_KEYS = ("product", "model")
-# gpu_ready marks an inventory read from GPU Feature Discovery labels with source=labels: GFD writes
-# the product with '-' for ' ' ("NVIDIA-L40S"), which is not the DRA driver's productName.
+# gpu_ready marks an inventory read from GPU Feature Discovery labels with source=labels: its ``model``
+# is GFD's label ("NVIDIA-L40S", '-' for ' '), not the DRA driver's productName; gfd.py turns it back
+# where that is certain (gpu_ready already did, as ``product_name``).
 _GFD_SOURCE = "labels"
+
+
+def _product(entry: Mapping[str, Any]) -> str | None:
+    """The DRA productName of an inventory entry, None when unknown or not certain.
+
+    ``product`` (given by hand) wins; then gpu_ready's ``product_name`` (None included: it said the
+    label cannot be reversed); then ``model``, reversed by gfd.py's rules when it is a GFD label.
+    """
+    if entry.get("product"):
+        return str(entry["product"])
+    if "product_name" in entry:
+        return None if not entry["product_name"] else str(entry["product_name"])
+    model = entry.get("model")
+    if not model:
+        return None
+    if entry.get("source") == _GFD_SOURCE:
+        return gfd.product_name(model)[0]
+    return str(model)
 
 
 def _attributes(field: str, value: Any) -> dict[str, dict[str, Any]]:
@@ -246,7 +264,6 @@ def _shape(field: str, node: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     count = entry.get("count")
     if not count:
         raise InputError(f"{where}.count", "no GPUs reported on this node (is the GPU stack ready?)")
-    product = next((entry[k] for k in _PRODUCT_KEYS if entry.get(k)), None)
     memory = entry.get("memory")
     if not memory:
         raise InputError(
@@ -256,7 +273,7 @@ def _shape(field: str, node: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         )
     return {
         "count": validate.integer(f"{where}.count", count, minimum=1, maximum=MAX_DEVICE_COUNT),
-        "product": None if product is None or entry.get("source") == _GFD_SOURCE else str(product),
+        "product": _product(entry),
         "architecture": None if entry.get("architecture") is None else str(entry["architecture"]),
         "cuda_compute_capability": (
             None

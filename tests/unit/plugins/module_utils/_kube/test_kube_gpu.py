@@ -361,11 +361,24 @@ def test_inventory_from_gpu_feature_discovery_labels() -> None:
         "source": "labels",
         "count": 4,
         "model": "NVIDIA-L40S",
+        "product_name": "NVIDIA L40S",
         "architecture": "Ada Lovelace",
         "cuda_compute_capability": "8.9.0",
         "driver_version": "580.126.20",
         "memory": "46068Mi",
     }
+    # The class entry carries the DRA productName, not GFD's label.
+    (entry,) = gpu.inference_class_devices(inv, "gpu.nvidia.com")
+    assert entry["attributes"] == {
+        "productName": {"string": "NVIDIA L40S"},
+        "architecture": {"string": "Ada Lovelace"},
+        "cudaComputeCapability": {"version": "8.9.0"},
+    }
+    # A label that cannot be turned back into the NVML name: the attribute is left out, with the reason.
+    vgpu = gpu.node_inventory(node("v", gpus=1, labels={**labels, gpu.LABEL_PRODUCT: "NVIDIA-A16-4Q"}), None)
+    assert vgpu["product_name"] is None
+    assert "productName" in vgpu["attributes_left_out"]
+    assert "productName" not in gpu.inference_class_devices(vgpu, "gpu.nvidia.com")[0]["attributes"]
     assert gpu.node_inventory(node("cpu"), None)["source"] == "none"
     assert gpu.inference_class_devices(gpu.node_inventory(node("cpu"), None), "gpu.nvidia.com") == []
 
