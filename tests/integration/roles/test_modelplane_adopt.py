@@ -9,6 +9,7 @@ InferenceCluster the runs write is checked against Modelplane's XRD schemas (the
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib.util
 import json
 import threading
@@ -38,6 +39,19 @@ ADOPT = ROLE + "Adopt the cluster (kubeconfig Secret, InferenceClasses, Inferenc
 UNADOPT = ROLE + "Un-adopt the cluster (InferenceCluster, then its Secret and the classes no other cluster uses)"
 DRA_CHECK = ROLE + "Wait until the DRA driver publishes each pool's GPUs as its class describes them"
 PLURALS = {"InferenceClass": "inferenceclasses", "InferenceCluster": "inferenceclusters"}
+LABEL_POOL = ROLE + "Label the workload nodes of each pool with modelplane.ai/pool"
+UNPLANNABLE = ROLE + "Say why a dry run cannot plan classes generated from nodes it labels"
+# What the NVIDIA DRA driver publishes for these GPUs (lab.kube_gpu's table, as the twin's slices do).
+L40S_ATTRIBUTES = {
+    "productName": {"string": "NVIDIA L40S"},
+    "architecture": {"string": "Ada Lovelace"},
+    "cudaComputeCapability": {"version": "8.9.0"},
+}
+A16_ATTRIBUTES = {
+    "productName": {"string": "NVIDIA A16"},
+    "architecture": {"string": "Ampere"},
+    "cudaComputeCapability": {"version": "8.6.0"},
+}
 
 pytestmark = pytest.mark.slow
 
@@ -74,20 +88,18 @@ class Writes:
             return list(self.events[mark:])
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
+@contextlib.contextmanager
+def twin_lab(
+    tmp_path: Path, *, plan: str, pool_labels: dict[str, str]
+) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
+    """The Modelplane emulator and a VKE twin cluster with one 2-node GPU pool of ``plan``."""
     with (
         ModelplaneEmulator(delay_scale=0.0, backend_ready_after=0.0) as mp,
         VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr,
     ):
         writes = Writes()
         mp.api.server_api.on_write.append(writes)
-        pool = {
-            "node_quantity": 2,
-            "label": "gpu",
-            "plan": "vcg-l40s-16c-180g-48vram",
-            "labels": {"modelplane.ai/pool": "l40s"},
-        }
+        pool = {"node_quantity": 2, "label": "gpu", "plan": plan, "labels": pool_labels}
         body = {"label": CLUSTER, "region": "ewr", "version": "v1.35.6+1", "node_pools": [pool]}
         created = requests.post(vultr.base_url + "/kubernetes/clusters", json=body, headers=AUTH, timeout=10)
         vke = created.json()["vke_cluster"]["id"]
@@ -99,11 +111,25 @@ def lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]
         workload = workload_for(yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"])
         assert workload is not None
         deadline = time.monotonic() + 10
-        while len(workload.list("v1", "Node", label_selector="modelplane.ai/pool=l40s")) < 2:
+        while len(workload.list("v1", "Node", label_selector="nvidia.com/gpu.present=true")) < 2:
             assert time.monotonic() < deadline, "the twin never created the pool's nodes"
             time.sleep(0.1)
         yield mp, workload, path, writes
         assert mp.errors == []
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
+    """An L40S pool whose VKE node pool labels its nodes modelplane.ai/pool=l40s."""
+    with twin_lab(tmp_path, plan="vcg-l40s-16c-180g-48vram", pool_labels={"modelplane.ai/pool": "l40s"}) as found:
+        yield found
+
+
+@pytest.fixture
+def unlabelled_lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
+    """An A16 pool whose nodes carry no modelplane.ai/pool label (a cluster built without it)."""
+    with twin_lab(tmp_path, plan="vcg-a16-6c-64g-16vram", pool_labels={}) as found:
+        yield found
 
 
 def run_role(
@@ -242,6 +268,17 @@ def test_modelplane_adopt_lifecycle(
     assert device["driver"] == device["deviceClassName"] == "gpu.nvidia.com"
     assert device["count"] == 1
     assert device["capacity"] == {"memory": {"value": "46068Mi"}}  # what the DRA driver reports for an L40S
+    # Generated from the nodes' GPU Feature Discovery labels (the inventory ran with checks [allocatable]):
+    # productName turned back from GFD's NVIDIA-L40S, architecture from the family and compute labels.
+    assert device["attributes"] == L40S_ATTRIBUTES
+    # The DRA check after adoption matched the twin's ResourceSlices against exactly those attributes.
+    # The DRA check after adoption matched the twin's ResourceSlices against exactly those attributes (its
+    # device_match is the pool's gpu_device, the loop item), and every device of every node satisfied them.
+    assert dra["results"][0]["item"]["gpu_device"]["attributes"] == L40S_ATTRIBUTES
+    checked = dra["results"][0]["nodes"]
+    assert len(checked) == 2
+    assert all(n["matching_devices"] == 1 for n in checked.values())
+    assert all(not n.get("device_mismatches") for n in checked.values())
     secret = mp.api.get("v1", "Secret", f"{CLUSTER}-kubeconfig", NS)
     assert secret is not None
     assert secret["metadata"]["labels"]["metalplane.inference/cluster"] == CLUSTER
@@ -289,3 +326,53 @@ def test_modelplane_adopt_lifecycle(
 
     # Every class and cluster written during the whole life cycle is valid against the XRDs.
     assert validate_writes(writes.since(0)) >= 3
+
+
+def test_modelplane_adopt_labels_the_pool_nodes_it_is_given(
+    unlabelled_lab: tuple[ModelplaneEmulator, Any, Path, Writes], playbook: Callable[..., Any], ansible_tmp: Path
+) -> None:
+    """modelplane_pool_nodes: nodes without the pool label are labelled first, then inventoried and adopted."""
+    mp, workload, kubeconfig, writes = unlabelled_lab
+    names = sorted(n["metadata"]["name"] for n in workload.list("v1", "Node", label_selector="nvidia.com/gpu.present"))
+    assert workload.list("v1", "Node", label_selector="modelplane.ai/pool") == []
+    pool_vars = {
+        "modelplane_node_pools": [{"name": "a16", "class_name": "a16-1x", "node_count": 2}],
+        "modelplane_pool_nodes": {"a16": names},
+    }
+
+    # Check mode: the labels are reported as to be set and nothing is written on either side. The class is
+    # generated from the inventory of nodes that only this run labels, so the dry run says it cannot plan it.
+    dry = run_role(playbook, mp, kubeconfig, ansible_tmp, check=True, **pool_vars)
+    assert dry.rc == 0, failure(dry)
+    planned = dry.task(LABEL_POOL, CLUSTER)
+    assert [r["changed"] for r in planned["results"]] == [True, True]
+    assert "cannot plan" in dry.task(UNPLANNABLE, CLUSTER)["msg"]
+    assert dry.task(ADOPT, CLUSTER).get("skipped") is True
+    assert workload.list("v1", "Node", label_selector="modelplane.ai/pool") == []
+    assert writes.since(0) == []
+
+    up = run_role(playbook, mp, kubeconfig, ansible_tmp, **pool_vars)
+    assert up.rc == 0, failure(up)
+    labelled = up.task(LABEL_POOL, CLUSTER)
+    assert sorted(r["item"][1] for r in labelled["results"] if r["changed"]) == names
+    pools = {
+        n["metadata"]["name"]: n["metadata"]["labels"].get("modelplane.ai/pool") for n in workload.list("v1", "Node")
+    }
+    assert {name: pools[name] for name in names} == dict.fromkeys(names, "a16")
+    # The class of the now labelled pool, from the A16 nodes' GFD labels, and the DRA check against it.
+    klass = mp.api.get(MP, "InferenceClass", "a16-1x")
+    assert klass is not None
+    (device,) = klass["spec"]["devices"]
+    assert device["attributes"] == A16_ATTRIBUTES
+    assert device["capacity"] == {"memory": {"value": "15356Mi"}}
+    assert up.task(DRA_CHECK, CLUSTER)["results"][0]["ready"] is True
+    ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
+    assert ic is not None
+    assert ic["spec"]["nodePools"] == [{"name": "a16", "className": "a16-1x", "nodeCount": 2}]
+
+    # Second run: the labels are in place, nothing changes.
+    again = run_role(playbook, mp, kubeconfig, ansible_tmp, **pool_vars)
+    assert again.rc == 0, failure(again)
+    assert [r["changed"] for r in again.task(LABEL_POOL, CLUSTER)["results"]] == [False, False]
+    assert again.changed(CLUSTER) == 0, again.stats
+    assert validate_writes(writes.since(0)) >= 2
