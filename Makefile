@@ -11,13 +11,15 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Controller lanes of the support matrix: the newest CPython >= 3.12 with the current ansible
-# (ansible-core 2.21), and CPython 3.11 with ansible-core 2.19.
+# (ansible-core 2.21), CPython 3.12 with ansible-core 2.20, and CPython 3.11 with ansible-core 2.19.
 PYTHON_NEW ?= $(shell scripts/find-python.sh new)
 PYTHON_OLD ?= $(shell scripts/find-python.sh old)
+PYTHON_220 ?= $(shell scripts/find-python.sh 3.12)
 PYTHON_MAIN := $(if $(PYTHON_NEW),$(PYTHON_NEW),$(PYTHON_OLD))
 
 VENV := .venv
 VENV_219 := .venv-core2.19
+VENV_220 := .venv-core2.20
 BIN := $(abspath $(VENV))/bin
 BUILD := .build
 COLLECTIONS := $(abspath $(BUILD))/collections
@@ -64,6 +66,16 @@ $(VENV_219)/.stamp: requirements.txt tests/requirements-core219.txt
 
 venv-core219: $(if $(and $(PYTHON_NEW),$(PYTHON_OLD)),$(VENV_219)/.stamp)
 
+# The ansible-core 2.20 lane: only when a CPython 3.12 exists.
+.PHONY: venv-core220 pytest-core220
+$(VENV_220)/.stamp: requirements.txt tests/requirements-core220.txt
+	$(PYTHON_220) -m venv $(VENV_220)
+	$(VENV_220)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_220)/bin/python -m pip install --quiet -r tests/requirements-core220.txt
+	touch $@
+
+venv-core220: $(if $(PYTHON_220),$(VENV_220)/.stamp)
+
 .PHONY: collection-tree sanity-tree
 collection-tree:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/metalplane
@@ -72,13 +84,14 @@ collection-tree:
 # ---------------------------------------------------------------------------------------------
 # make test
 
-test: venv venv-core219
-	$(MAKE) --no-print-directory lint sanity ansible-lint pytest pytest-core219 molecule
+test: venv venv-core219 venv-core220
+	$(MAKE) --no-print-directory lint sanity ansible-lint pytest pytest-core219 pytest-core220 molecule
 	@echo "make test: all checks passed"
 
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/antsibull-changelog lint
 
 # ansible-test wants the collection as a real directory under ansible_collections/ (a symlink is
 # resolved to the checkout, which is not under ansible_collections/): copy the files git knows.
@@ -114,6 +127,11 @@ pytest-core219: venv-core219
 	@if [ -x $(VENV_219)/bin/pytest ]; then \
 		$(VENV_219)/bin/python -m pytest -q tests/unit; \
 	else echo "pytest-core219: skipped (needs both CPython 3.11 and >= 3.12)"; fi
+
+pytest-core220: venv-core220
+	@if [ -x $(VENV_220)/bin/pytest ]; then \
+		$(VENV_220)/bin/python -m pytest -q tests/unit; \
+	else echo "pytest-core220: skipped (needs CPython 3.12)"; fi
 
 molecule: venv
 	cd $(CURDIR) && $(BIN)/molecule test -s lab
