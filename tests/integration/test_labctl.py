@@ -17,9 +17,9 @@ from lab.registry import EMULATORS
 LABCTL = Path(__file__).resolve().parents[1] / "lab" / "labctl.py"
 
 
-def labctl(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def labctl(state_dir: Path, *args: str, delay_scale: str = "0") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(LABCTL), *args, "--state-dir", str(state_dir), "--delay-scale", "0"],
+        [sys.executable, str(LABCTL), *args, "--state-dir", str(state_dir), "--delay-scale", delay_scale],
         capture_output=True,
         text=True,
         timeout=120,
@@ -29,17 +29,22 @@ def labctl(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def our_processes(state_dir: Path) -> list[int]:
     """PIDs of live processes whose command line names this state directory."""
-    found = []
+    return sorted(our_command_lines(state_dir))
+
+
+def our_command_lines(state_dir: Path) -> dict[int, list[str]]:
+    """Command line (argv) of each live process whose command line names this state directory."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            argv = (entry / "cmdline").read_bytes().decode().split("\0")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if str(state_dir) in cmdline and state != "Z":
-            found.append(int(entry.name))
+        if str(state_dir) in " ".join(argv) and state != "Z":
+            found[int(entry.name)] = argv
     return found
 
 
@@ -100,3 +105,26 @@ def test_down_never_touches_a_process_it_did_not_start(state_dir: Path) -> None:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_up_with_another_delay_scale_restarts_the_emulators(state_dir: Path) -> None:
+    """endpoints.yml never publishes a delay scale that a running emulator does not use."""
+    assert labctl(state_dir, "up").returncode == 0
+    before = our_processes(state_dir)
+
+    again = labctl(state_dir, "up", delay_scale="0.5")
+    assert again.returncode == 0, again.stderr
+    assert "restarted with delay scale 0.5" in again.stdout
+    after = our_command_lines(state_dir)
+    assert set(after).isdisjoint(before), "every emulator started with scale 0 must have been stopped"
+    scales = {argv[argv.index("--delay-scale") + 1] for argv in after.values() if "--delay-scale" in argv}
+    assert scales == {"0.5"}
+    assert yaml.safe_load((state_dir / "endpoints.yml").read_text())["lab"]["delay_scale"] == 0.5
+    assert set(yaml.safe_load((state_dir / "endpoints.yml").read_text())["emulators"]) == {e.name for e in EMULATORS}
+    status = labctl(state_dir, "status")
+    assert status.stdout.count(" up ") == len(EMULATORS), status.stdout
+
+    same = labctl(state_dir, "up", delay_scale="0.5")
+    assert same.returncode == 0, same.stderr
+    assert "restarted" not in same.stdout
+    assert sorted(our_command_lines(state_dir)) == sorted(after), "the same scale must not restart anything"

@@ -1,6 +1,7 @@
 """Start, stop and inspect the lab digital twin: every registered emulator on loopback.
 
-    python tests/lab/labctl.py up [--delay-scale F]    start what is not running, write endpoints.yml
+    python tests/lab/labctl.py up [--delay-scale F]    start what is not running (restart what runs with
+                                                       another delay scale), write endpoints.yml
     python tests/lab/labctl.py status                  what runs, where, and whether it answers
     python tests/lab/labctl.py down                    stop only what labctl started, clean state
 
@@ -52,6 +53,9 @@ class Running:
     port: int
     start_ticks: int | None  # /proc/<pid>/stat field 22: tells a live PID from a reused one
     script: str
+    # The --delay-scale the process was started with: endpoints.yml publishes the lab's scale, so
+    # an `up` with another scale restarts the process. None: recorded by a labctl that did not keep it.
+    delay_scale: float | None = None
 
     @property
     def alive(self) -> bool:
@@ -101,9 +105,20 @@ class Lab:
         tmp.replace(self.processes_file)
 
     # -- up ------------------------------------------------------------------------------------
-    def up(self, delay_scale: float) -> dict[str, Running]:
+    def up(self, delay_scale: float) -> tuple[dict[str, Running], list[str]]:
+        """Start what is not running; return what runs and the names restarted for a new delay scale.
+
+        A process started with another delay scale is stopped and started again (with a fresh
+        state: the emulators keep theirs in memory), so endpoints.yml never publishes a scale that a
+        running emulator does not use.
+        """
         self.log_dir.mkdir(parents=True, exist_ok=True)
         running = {name: r for name, r in self.recorded().items() if r.alive}
+        restarted = [name for name, r in running.items() if r.delay_scale != delay_scale]
+        for name in restarted:
+            _terminate(running.pop(name))
+        if restarted:
+            self._record(running)
         for emulator in EMULATORS:
             if emulator.name in running:
                 continue
@@ -117,9 +132,13 @@ class Lab:
                 raise
         self._record(running)
         self._write_endpoints(running, delay_scale)
-        return running
+        return running, restarted
 
     def _spawn(self, emulator: Emulator, delay_scale: float) -> Running:
+        # A previous process's ready files (e.g. a kubeconfig naming its port) must not make the new
+        # one look ready before it has written its own.
+        for path in emulator.ready_files(self.state_dir):
+            path.unlink(missing_ok=True)
         port = free_port()
         cmd = [
             sys.executable,
@@ -139,7 +158,7 @@ class Lab:
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
         log.close()
-        return Running(emulator.name, proc.pid, port, _start_ticks(proc.pid), str(emulator.script))
+        return Running(emulator.name, proc.pid, port, _start_ticks(proc.pid), str(emulator.script), delay_scale)
 
     def _wait_ready(self, emulator: Emulator, running: Running) -> None:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -252,10 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     lab = Lab(args.state_dir.resolve())
     if args.command == "up":
         try:
-            running = lab.up(args.delay_scale)
+            running, restarted = lab.up(args.delay_scale)
         except RuntimeError as exc:
             print(f"labctl: {exc}", file=sys.stderr)
             return 1
+        if restarted:
+            print(f"restarted with delay scale {args.delay_scale:g} (their state is reset): {', '.join(restarted)}")
         for r in running.values():
             print(f"{r.name:<10} up    pid {r.pid:<8} 127.0.0.1:{r.port}")
         print(f"endpoints: {lab.endpoints_file}")
