@@ -96,10 +96,30 @@ def not_found(rtype: ResourceType, name: str) -> ApiError:
 
 
 def invalid(rtype: ResourceType, name: str, causes: list[dict[str, str]]) -> ApiError:
+    # Go's aggregate error: one cause as is, several in brackets.
     text = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
+    text = f"[{text}]" if len(causes) > 1 else text
     kind = f"{rtype.kind}.{rtype.group}" if rtype.group else rtype.kind
     details = {"name": name, "group": rtype.group, "kind": rtype.kind, "causes": causes}
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: [{text}]', details)
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}', details)
+
+
+# The options kind a write verb decodes its query into (named in the 422 of a bad ``dryRun``).
+OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+# The only dryRun value kube-apiserver accepts (``metav1.DryRunAll``).
+DRY_RUN_VALUES = ("All",)
+
+
+def check_dry_run(options_kind: str, values: list[str]) -> None:
+    """422 Invalid for a ``dryRun`` other than ``All``, worded like the apiserver's options validation."""
+    if all(v in DRY_RUN_VALUES for v in values):
+        return
+    shown = "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
+    supported = ", ".join(json.dumps(v) for v in DRY_RUN_VALUES)
+    message = f"Unsupported value: {shown}: supported values: {supported}"
+    cause = {"reason": "FieldValueNotSupported", "field": "dryRun", "message": message}
+    details = {"group": "meta.k8s.io", "kind": options_kind, "causes": [cause]}
+    raise ApiError(422, "Invalid", f'{options_kind}.meta.k8s.io "" is invalid: dryRun: {message}', details)
 
 
 def conflict(rtype: ResourceType, name: str, why: str) -> ApiError:
@@ -114,6 +134,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    # Every value of a repeated query parameter (``query`` keeps the last), e.g. dryRun=All&dryRun=X.
+    repeated: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -124,8 +146,12 @@ class Request:
         headers: dict[str, str] | None = None,
         body: bytes = b"",
     ) -> Request:
-        params = dict(parse_qsl(query, keep_blank_values=True)) if isinstance(query, str) else dict(query)
-        return cls(method.upper(), path, params, {k.lower(): v for k, v in (headers or {}).items()}, body)
+        pairs = parse_qsl(query, keep_blank_values=True) if isinstance(query, str) else list(query.items())
+        repeated: dict[str, list[str]] = {}
+        for key, value in pairs:
+            repeated.setdefault(key, []).append(value)
+        lowered = {k.lower(): v for k, v in (headers or {}).items()}
+        return cls(method.upper(), path, dict(pairs), lowered, body, repeated)
 
 
 @dataclass
@@ -251,6 +277,8 @@ class ApiServer:
 
     def _dispatch(self, request: Request, target: Target) -> Response:  # noqa: PLR0911 - one branch per verb
         method, rtype = request.method, target.rtype
+        if method in OPTIONS_KIND and "dryRun" in request.query:
+            check_dry_run(OPTIONS_KIND[method], request.repeated.get("dryRun") or [request.query["dryRun"]])
         if target.name is None:
             if method == "GET":
                 if request.query.get("watch") in ("1", "true"):
@@ -272,6 +300,8 @@ class ApiServer:
             return self.patch(target, request)
         if method == "DELETE":
             options = self._delete_options(request)
+            if isinstance(options.get("dryRun"), list):
+                check_dry_run("DeleteOptions", [str(v) for v in options["dryRun"]])
             options.update({k: v for k, v in request.query.items() if k in ("propagationPolicy", "dryRun")})
             return self.delete(target, options)
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
@@ -590,8 +620,7 @@ class ApiServer:
             else:
                 fields = patching.field_set(patching.strip_server_fields(obj), rtype.object_schema())
                 meta["managedFields"] = [self._managed_entry(rtype, manager, "Update", fields)]
-            if query.get("dryRun") == "All":
-                meta["resourceVersion"] = str(self.store.rv)
+            if query.get("dryRun") == "All":  # nothing stored: no resourceVersion, as on kube-apiserver
                 return Response(201, self._out(rtype, obj))
             stored = self.store.put(key, obj, "ADDED", None)
             out = self._out(rtype, stored)

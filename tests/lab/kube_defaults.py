@@ -13,6 +13,7 @@ import ipaddress
 import itertools
 from typing import Any
 
+from lab import kube_structural as structural
 from lab.kube_discovery import ResourceType
 
 Obj = dict[str, Any]
@@ -208,4 +209,6 @@ def semantic_errors(rtype: ResourceType, obj: Obj, old: Obj | None) -> list[dict
             causes.append(
                 {"reason": "FieldValueInvalid", "field": "spec.scope", "message": "Invalid value: field is immutable"}
             )
+        if rtype.version == "v1":
+            causes += structural.crd_errors(spec)  # 422 for a v1 CRD whose schemas are not structural
     return causes

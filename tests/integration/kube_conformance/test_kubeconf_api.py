@@ -505,11 +505,89 @@ def test_dry_run_persists_nothing(kube_target: KubeTarget, ns: str, verb: str) -
     if verb == "create":
         made = api.create_namespaced_config_map(ns, {"metadata": {"name": "dry"}}, dry_run="All")
         assert made.metadata.name == "dry"
+        assert made.metadata.uid  # the would-be object, defaulted...
+        assert made.metadata.resource_version is None  # ...but never stored
         assert status_of(lambda: api.read_namespaced_config_map("dry", ns)) == 404
     else:
         api.create_namespaced_config_map(ns, {"metadata": {"name": "dry"}})
         api.delete_namespaced_config_map("dry", ns, dry_run="All")
         assert api.read_namespaced_config_map("dry", ns).metadata.name == "dry"
+
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+
+
+def _dry_write(target: KubeTarget, ns: str, verb: str, value: str, dry_run: str = "All") -> tuple[int, Any]:
+    """Set data.a of ConfigMap ``dry`` to ``value`` with one write verb, as a dry run."""
+    path = CM.format(ns=ns) + "/dry"
+    if verb == "patch":
+        return target.raw(
+            "PATCH",
+            f"{path}?dryRun={dry_run}",
+            {"data": {"a": value}},
+            {"Content-Type": "application/merge-patch+json"},
+        )
+    if verb == "replace":
+        _code, current = target.raw("GET", path)
+        current["data"] = {"a": value}
+        return target.raw("PUT", f"{path}?dryRun={dry_run}", current)
+    if verb == "apply":
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry"}, "data": {"a": value}}
+        query = f"?dryRun={dry_run}&fieldManager=dry-applier&force=true"
+        return target.raw("PATCH", path + query, body, {"Content-Type": "application/apply-patch+yaml"})
+    if verb == "create":
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry-new"}, "data": {"a": value}}
+        return target.raw("POST", f"{CM.format(ns=ns)}?dryRun={dry_run}", body)
+    return target.raw("DELETE", f"{path}?dryRun={dry_run}")
+
+
+@pytest.mark.parametrize("verb", ["patch", "replace", "apply"])
+def test_dry_run_update_answers_the_would_be_object_and_changes_nothing(
+    kube_target: KubeTarget, ns: str, verb: str
+) -> None:
+    api = core(kube_target)
+    before = api.create_namespaced_config_map(ns, {"metadata": {"name": "dry"}, "data": {"a": "1"}})
+    rv = before.metadata.resource_version
+    code, would_be = _dry_write(kube_target, ns, verb, "2")
+    assert code == 200, would_be
+    assert would_be["data"] == {"a": "2"}
+    assert would_be["metadata"]["resourceVersion"] == rv  # not bumped: nothing was written
+    if verb == "apply":
+        assert "dry-applier" in {m["manager"] for m in would_be["metadata"]["managedFields"]}
+    after = api.read_namespaced_config_map("dry", ns)
+    assert after.data == {"a": "1"}
+    assert after.metadata.resource_version == rv
+    assert "dry-applier" not in {m.manager for m in after.metadata.managed_fields or []}
+
+
+@pytest.mark.parametrize(
+    ("verb", "options"),
+    [
+        ("create", "CreateOptions"),
+        ("patch", "PatchOptions"),
+        ("replace", "UpdateOptions"),
+        ("apply", "PatchOptions"),
+        ("delete", "DeleteOptions"),
+    ],
+)
+def test_unknown_dry_run_value_is_422_and_changes_nothing(
+    kube_target: KubeTarget, ns: str, verb: str, options: str
+) -> None:
+    api = core(kube_target)
+    rv = api.create_namespaced_config_map(
+        ns, {"metadata": {"name": "dry"}, "data": {"a": "1"}}
+    ).metadata.resource_version
+    code, body = _dry_write(kube_target, ns, verb, "2", dry_run="Bogus")
+    unsupported = 'Unsupported value: []string{"Bogus"}: supported values: "All"'
+    assert (code, body["reason"]) == (422, "Invalid"), body
+    assert body["message"] == f'{options}.meta.k8s.io "" is invalid: dryRun: {unsupported}'
+    assert (body["details"]["group"], body["details"]["kind"]) == ("meta.k8s.io", options)
+    assert body["details"]["causes"] == [
+        {"reason": "FieldValueNotSupported", "field": "dryRun", "message": unsupported}
+    ]
+    after = api.read_namespaced_config_map("dry", ns)
+    assert (after.data, after.metadata.resource_version) == ({"a": "1"}, rv)
+    assert status_of(lambda: api.read_namespaced_config_map("dry-new", ns)) == 404
 
 
 def _owner_and_dependent(target: KubeTarget, ns: str) -> tuple[Any, str]:
