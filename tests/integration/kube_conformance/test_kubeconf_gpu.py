@@ -6,7 +6,6 @@ real controllers and the fake kubelet make the workload ready.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -19,6 +18,20 @@ from lab.kube_api import HOLD_ANNOTATION
 
 def ds_status(emulator: KubeEmulator, name: str = "nvidia-operator-validator", ns: str = "gpu-operator") -> dict:
     return (emulator.get("apps/v1", "DaemonSet", name, ns) or {}).get("status") or {}
+
+
+def history(emulator: KubeEmulator, namespace: str) -> list[Any]:
+    """The emulator's logged writes (watch events) in ``namespace``, oldest first."""
+    with emulator.store.lock:
+        return [e for e in emulator.store.log if e.key[2] == namespace]
+
+
+def validating(pod: dict[str, Any]) -> bool:
+    """A validator pod written with its init containers still running (not Ready yet)."""
+    status = pod.get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    inits = status.get("initContainerStatuses") or []
+    return bool(inits) and conditions.get("Ready") == "False" and not all(s["ready"] for s in inits)
 
 
 @pytest.mark.emulator_only
@@ -115,7 +128,6 @@ def test_operator_validator_becomes_ready_after_a_delay() -> None:
         for node in ("g0", "g1"):
             emulator.gpu.add_gpu_node(node, gpus=2, product="V100")
         emulator.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu-only"}})
-        started = time.monotonic()
         emulator.gpu.install_operator_validator(ready_after=5)  # 0.5 s scaled
         pending = eventually(lambda: ds_status(emulator).get("desiredNumberScheduled") == 2 and ds_status(emulator))
         assert pending["numberReady"] == 0
@@ -124,8 +136,21 @@ def test_operator_validator_becomes_ready_after_a_delay() -> None:
         )
         assert {p["spec"]["nodeName"] for p in pods} == {"g0", "g1"}
         ready = eventually(lambda: ds_status(emulator).get("numberReady") == 2 and ds_status(emulator), timeout=10)
-        assert time.monotonic() - started >= 0.45
         assert ready["desiredNumberScheduled"] == ready["numberAvailable"] == ready["updatedNumberScheduled"] == 2
+        # The order of writes (the store's event log), not the clock: before the DaemonSet reported
+        # ready, it was scheduled with 0 ready and both pods were written unready, mid-validation.
+        events = history(emulator, "gpu-operator")
+        ready_at = next(
+            i for i, e in enumerate(events) if e.key[1] == "daemonsets" and e.obj["status"].get("numberReady") == 2
+        )
+        before = events[:ready_at]
+        assert any(
+            e.key[1] == "daemonsets"
+            and (e.obj["status"]["desiredNumberScheduled"], e.obj["status"]["numberReady"]) == (2, 0)
+            for e in before
+        )
+        unready = {e.obj["spec"]["nodeName"] for e in before if e.key[1] == "pods" and validating(e.obj)}
+        assert unready == {"g0", "g1"}
         pods = eventually(
             lambda: (
                 all(p["status"]["phase"] == "Running" for p in emulator.list("v1", "Pod", "gpu-operator"))
