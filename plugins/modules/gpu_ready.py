@@ -57,7 +57,12 @@ options:
     type: str
     default: gpu.nvidia.com
   dra_api_version:
-    description: API version of ResourceSlice (V(resource.k8s.io/v1beta1) before Kubernetes 1.34).
+    description:
+      - API version (C(group/version)) of the ResourceSlices the C(dra) check lists and watches.
+      - ResourceSlice is GA as V(resource.k8s.io/v1) from Kubernetes 1.34, the version Modelplane requires.
+        DRA clusters before 1.34 do not serve that version (1.32 serves V(resource.k8s.io/v1beta1), 1.33 also
+        V(resource.k8s.io/v1beta2)), so set one of those there, for example to check a cluster's DRA devices
+        before it is upgraded and adopted. Both device shapes are read (flat, and V(v1beta1)'s C(basic)).
     type: str
     default: resource.k8s.io/v1
   device_match:

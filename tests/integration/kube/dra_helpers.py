@@ -69,6 +69,17 @@ def resource_slice(
     }
 
 
+def as_v1beta1(body: dict[str, Any], api_version: str) -> dict[str, Any]:
+    """A ResourceSlice in ``resource.k8s.io/v1beta1``'s shape (Kubernetes 1.32/1.33): each device's
+    attributes and capacity nested under ``basic``; served here as ``api_version``."""
+    spec = dict(body["spec"])
+    spec["devices"] = [
+        {"name": d["name"], "basic": {"attributes": d["attributes"], "capacity": d["capacity"]}}
+        for d in spec["devices"]
+    ]
+    return {**body, "apiVersion": api_version, "spec": spec}
+
+
 def device_class(driver: str = DRA_DRIVER) -> dict[str, Any]:
     """The DeviceClass the NVIDIA DRA driver's chart installs."""
     return {

@@ -152,21 +152,23 @@ def dra_stand_in_crds(group: str = "resource.k8s.io", version: str = "v1") -> li
     return crds
 
 
-def install_dra_stand_ins(target: KubeTarget, group: str = "resource.k8s.io", timeout: float = 30.0) -> bool:
-    """Make ResourceSlice/DeviceClass usable on ``target``: a no-op where the server serves them
-    (the emulator, Kubernetes >= 1.34); otherwise install CRD stand-ins and wait until they are
-    Established and discoverable. Returns True when stand-ins were installed."""
+def install_dra_stand_ins(
+    target: KubeTarget, group: str = "resource.k8s.io", timeout: float = 30.0, version: str = "v1"
+) -> bool:
+    """Make ResourceSlice/DeviceClass usable on ``target`` under ``group``/``version``: a no-op where
+    the server serves them (the emulator, Kubernetes >= 1.34); otherwise install CRD stand-ins and
+    wait until they are Established and discoverable. Returns True when stand-ins were installed."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     api_client = target.api_client()
-    status, _body = target.raw("GET", f"/apis/{group}/v1")
+    status, _body = target.raw("GET", f"/apis/{group}/{version}")
     if status == 200:
         resources = {r["name"] for r in _body.get("resources", [])}
         if {"resourceslices", "deviceclasses"} <= resources:
             return False
     ext = client.ApiextensionsV1Api(api_client)
-    for crd in dra_stand_in_crds(group):
+    for crd in dra_stand_in_crds(group, version):
         try:
             ext.create_custom_resource_definition(copy.deepcopy(crd))
         except ApiException as exc:
@@ -174,11 +176,11 @@ def install_dra_stand_ins(target: KubeTarget, group: str = "resource.k8s.io", ti
                 raise
 
     def _ready() -> bool:
-        for crd in dra_stand_in_crds(group):
+        for crd in dra_stand_in_crds(group, version):
             got = ext.read_custom_resource_definition(crd["metadata"]["name"])
             if not any(c.type == "Established" and c.status == "True" for c in got.status.conditions or []):
                 return False
-        code, body = target.raw("GET", f"/apis/{group}/v1")
+        code, body = target.raw("GET", f"/apis/{group}/{version}")
         return code == 200 and {"resourceslices", "deviceclasses"} <= {r["name"] for r in body.get("resources", [])}
 
     eventually(_ready, timeout, "DRA stand-in CRDs to be served")
