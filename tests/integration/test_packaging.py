@@ -16,8 +16,29 @@ from support.collection import REPO_ROOT, ansible_env
 
 BIN = Path(sys.executable).parent
 # Nothing a developer's machine or a test run leaves in the tree may reach users.
-FORBIDDEN_PARTS = {".venv", ".venv-core2.19", "__pycache__", ".build", ".ansible", ".pytest_cache", ".ruff_cache"}
-FORBIDDEN_PREFIXES = ("tests/output", "inventories/lab/.state", "dist/", "collections/")
+FORBIDDEN_PARTS = {
+    ".venv",
+    ".venv-core2.19",
+    ".venv-core2.20",
+    "__pycache__",
+    ".build",
+    ".ansible",
+    ".pytest_cache",
+    ".ruff_cache",
+}
+FORBIDDEN_PREFIXES = ("tests/output", "inventories/lab/.state", "dist/", "collections/", "changelogs/.plugin-cache")
+# Caches that tools leave below the top level (pytest run from a subdirectory, ansible-lint and molecule
+# in a role or scenario, antsibull-changelog's plugin cache), planted in a copy of the checkout.
+NESTED_LEFTOVERS = (
+    "plugins/modules/.pytest_cache/v/cache/nodeids",
+    "tests/unit/plugins/.pytest_cache/README.md",
+    "roles/vke_cluster/.ansible/tmp/lint.yml",
+    "extensions/molecule/lab/.ansible/roles/x.yml",
+    "plugins/module_utils/_common/__pycache__/errors.cpython-313.pyc",
+    "tests/lab/__pycache__/common.txt",
+    "plugins/.ruff_cache/0.8.0/cache",
+    "changelogs/.plugin-cache.yaml",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +67,38 @@ def test_tarball_holds_no_caches_virtualenvs_or_test_output(tarball: Path) -> No
     assert "MANIFEST.json" in names
     assert "meta/runtime.yml" in names
     assert "requirements.txt" in names
+
+
+def test_nested_caches_are_not_packed(tmp_path: Path) -> None:
+    """build_ignore patterns match nested caches too, not only those at the top level."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    copy = tmp_path / "inference"
+    for rel in filter(None, listed.split("\0")):
+        source = REPO_ROOT / rel
+        if source.is_file():  # a file deleted but not yet committed is still listed
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / rel)
+    for rel in NESTED_LEFTOVERS:
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (copy / rel).write_text("leftover\n")
+    out = tmp_path / "dist"
+    subprocess.run(
+        [str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(copy)],
+        check=True,
+        capture_output=True,
+        env=ansible_env(),
+    )
+    with tarfile.open(next(out.glob("*.tar.gz"))) as tar:
+        names = set(tar.getnames())
+    assert "plugins/module_utils/_common/errors.py" in names, "the copy must be packed"
+    assert sorted(rel for rel in NESTED_LEFTOVERS if rel in names) == []
+    leaked = [n for n in names if FORBIDDEN_PARTS & set(Path(n).parts) or n.startswith(FORBIDDEN_PREFIXES)]
+    assert leaked == []
 
 
 def test_ansible_doc_lists_every_module_that_exists() -> None:
