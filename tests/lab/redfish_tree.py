@@ -54,6 +54,10 @@ class Tree:
         self.vm_base = f"{self.S}/VirtualMedia" if p.vm_location in ("system", "both") else f"{self.M}/VirtualMedia"
         self.dell_base = f"{R}/Dell/Managers/{p.manager_id}"
         self.pcie_base = f"{self.C}/PCIeDevices" if p.pcie_under_chassis else f"{self.S}/PCIeDevices"
+        # Dell's OEM objects (Oem.Dell, Links.Oem.Dell) carry an @odata.type, like every Redfish
+        # object with OEM content: "DellOem.v1_x_0.DellOemResources/DellOemLinks" as iDRAC9 names
+        # them; the 13G version number is this emulator's assumption.
+        self.dell_oem_version = "v1_0_0" if p.name == "idrac8" else "v1_3_0"
 
     # =================================================================== GET
     def get(self, path: str, query: str) -> Doc | None:
@@ -181,7 +185,7 @@ class Tree:
             "Managers": ref(f"{R}/Managers"),
             "Chassis": ref(f"{R}/Chassis"),
             "SessionService": ref(f"{R}/SessionService"),
-            "TaskService": ref(f"{R}/TaskService"),
+            "Tasks": ref(f"{R}/TaskService"),  # DMTF's ServiceRoot names the TaskService link "Tasks"
             "Links": {"Sessions": ref(f"{R}/SessionService/Sessions")},
         }
         if p.only_member_query:
@@ -189,10 +193,12 @@ class Tree:
         return doc
 
     def odata(self) -> Doc:
-        names = ("Systems", "Managers", "Chassis", "SessionService", "TaskService")
+        # The service document names each singleton by its ServiceRoot property ("Tasks").
+        singletons = ("Systems", "Managers", "Chassis", "SessionService", ("Tasks", "TaskService"))
+        pairs = [(s, s) if isinstance(s, str) else s for s in singletons]
         return {
             "@odata.context": f"{R}/$metadata",
-            "value": [{"name": n, "kind": "Singleton", "url": f"{R}/{n}"} for n in names],
+            "value": [{"name": n, "kind": "Singleton", "url": f"{R}/{path}"} for n, path in pairs],
         }
 
     def session_service(self) -> Doc:
@@ -263,17 +269,23 @@ class Tree:
         if p.dell:
             doc["Oem"] = {
                 "Dell": {
+                    "@odata.type": f"#DellOem.{self.dell_oem_version}.DellOemResources",
                     "DellSystem": {
                         "@odata.type": "#DellSystem.v1_0_0.DellSystem",
                         "Id": p.system_id,
                         "CurrentRollupStatus": "Ok",
-                    }
+                    },
                 }
             }
             if p.dell_services:  # iDRAC9 (14G+) states the server generation here; iDRAC8 does not
                 doc["Oem"]["Dell"]["DellSystem"]["SystemGeneration"] = p.manager_model
         if p.boot_sources:
-            doc["Links"]["Oem"] = {"Dell": {"BootSources": ref(f"{self.S}/BootSources")}}
+            doc["Links"]["Oem"] = {
+                "Dell": {
+                    "@odata.type": f"#DellOem.{self.dell_oem_version}.DellOemLinks",
+                    "BootSources": ref(f"{self.S}/BootSources"),
+                }
+            }
         return doc
 
     def bios(self) -> Doc:
@@ -388,7 +400,10 @@ class Tree:
         if p.vm_location in ("manager", "both"):
             doc["VirtualMedia"] = ref(f"{self.M}/VirtualMedia")
         if p.dell:
-            oem_links: Doc = {"Jobs": ref(f"{self.M}/Jobs")}
+            oem_links: Doc = {
+                "@odata.type": f"#DellOem.{self.dell_oem_version}.DellOemLinks",
+                "Jobs": ref(f"{self.M}/Jobs"),
+            }
             if p.dell_services:
                 oem_links.update(
                     DelliDRACCardService=ref(f"{self.dell_base}/DelliDRACCardService"),
@@ -396,15 +411,17 @@ class Tree:
                     DellLCService=ref(f"{self.dell_base}/DellLCService"),
                 )
             doc["Links"]["Oem"] = {"Dell": oem_links}
-            ver = "v1_0_0" if p.name == "idrac8" else "v1_1_0"
+            # OEM action keys: iDRAC8 (and early iDRAC9) firmware writes "OemManager.v1_0_0#OemManager.X",
+            # current iDRAC9 firmware the DSP0266 form "#OemManager.X"; sushy matches both by suffix.
+            key = "OemManager.v1_0_0#OemManager." if p.name == "idrac8" else "#OemManager."
             base = f"{self.M}/Actions/Oem"
             doc["Actions"]["Oem"] = {
-                f"OemManager.{ver}#OemManager.ImportSystemConfiguration": {
+                f"{key}ImportSystemConfiguration": {
                     "target": f"{base}/EID_674_Manager.ImportSystemConfiguration",
                     "ShutdownType@Redfish.AllowableValues": ["Graceful", "Forced", "NoReboot"],
                     "ShareParameters": {"Target@Redfish.AllowableValues": ["ALL", "IDRAC", "BIOS", "NIC", "RAID"]},
                 },
-                f"OemManager.{ver}#OemManager.ExportSystemConfiguration": {
+                f"{key}ExportSystemConfiguration": {
                     "target": f"{base}/EID_674_Manager.ExportSystemConfiguration",
                     "ExportFormat@Redfish.AllowableValues": ["XML", "JSON"],
                     "ExportUse@Redfish.AllowableValues": ["Default", "Clone", "Replace"],
@@ -452,7 +469,10 @@ class Tree:
         p = self.p
         doc: Doc = {
             "@odata.id": self.C,
-            "@odata.type": "#Chassis.v1_6_0.Chassis",
+            # The Chassis-level PCIeDevices link is newer than Chassis v1_9 (v1_10_0+): a BMC that lists
+            # its PCIe devices under the Chassis (iDRAC9, newer BMCs) declares a version of the era of
+            # its ComputerSystem v1_13_0 / Manager v1_10_0; iDRAC8 (PCIe under the System) keeps v1_6_0.
+            "@odata.type": "#Chassis.v1_14_0.Chassis" if p.pcie_under_chassis else "#Chassis.v1_6_0.Chassis",
             "Id": p.chassis_id,
             "Name": "Computer System Chassis",
             "ChassisType": "RackMount",
