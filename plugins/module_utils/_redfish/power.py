@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import WaitTimeout
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
 
 from .errors import UnsupportedError
@@ -137,8 +138,6 @@ def execute(
     client: Any, plan: PowerPlan, timeout: float, graceful_timeout: float = GRACEFUL_OFF_TIMEOUT
 ) -> tuple[list[str], str]:
     """Send the plan's resets and wait for its target; returns (resets sent, power state seen)."""
-    from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import WaitTimeout
-
     sent: list[str] = []
     system = client.system
     for index, reset in enumerate(plan.resets):
@@ -157,6 +156,20 @@ def execute(
     return sent, final
 
 
+def graceful_timeout_message(last_seen: Any, timeout: float, force_off_after_timeout: bool) -> str:
+    """Pure: why ``off`` timed out when GracefulShutdown was all it could send, and what to change."""
+    why = (
+        "the BMC does not offer ForceOff, so nothing could be forced"
+        if force_off_after_timeout
+        else "nothing was forced because force_off_after_timeout is false: set it to true to send ForceOff"
+        " after graceful_timeout"
+    )
+    return (
+        f"The server is still {last_seen!r} {timeout:g}s after GracefulShutdown: its operating system did not shut"
+        f" down (it may ignore the power button, or hang); {why}. Raise wait_timeout if the shutdown is only slow."
+    )
+
+
 def reboot(client: Any, timeout: float) -> str:
     """Restart the host (or power it on) and wait until it is On again; returns the reset used."""
     plan = plan_power("restarted", read_power(client), allowed_resets(client.system))
@@ -173,7 +186,13 @@ def ensure_power(
         result["power_state"] = before
         result["actions"] = []
         return result
-    sent, final = execute(client, plan, timeout, graceful_timeout)
+    try:
+        sent, final = execute(client, plan, timeout, graceful_timeout)
+    except WaitTimeout as exc:
+        if plan.resets == ["GracefulShutdown"] and not plan.force_after_graceful:
+            message = graceful_timeout_message(exc.last_seen, timeout, force_off_after_timeout)
+            raise WaitTimeout(message, last_seen=exc.last_seen) from exc
+        raise
     result["actions"] = sent
     result["forced"] = "ForceOff" in sent and state == "off"
     result["power_state"] = final
