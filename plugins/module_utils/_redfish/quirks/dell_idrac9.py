@@ -6,6 +6,9 @@ Boot order is ``Boot.BootOrder`` with ETags (applied by the iDRAC at the next re
 virtual CD boot is the standard ``Cd`` + ``Once`` (iDRAC9 >= 4.40), virtual media is on the System
 from 6.00.02 on (on the Manager before; the generic fallback finds both). The iDRAC itself is
 restarted through ``DelliDRACCardService.iDRACReset`` when it exists, else ``Manager.Reset``.
+``BootSourceOverrideMode`` is a BIOS setting here: the PATCH queues a BIOS job that the next reboot
+runs (reference §1.3), so its id is taken from the answer's ``Location``, like the order's job, and
+a reboot waits for it instead of returning while the mode is still the old one.
 
 This file is PRIVATE to the collection: other collections must not import it.
 """
@@ -17,8 +20,24 @@ from typing import Any
 from .generic import Generic
 
 
+def job_id_from(response: Any) -> str | None:
+    """Pure: the Dell job id in a PATCH answer's ``Location`` (``.../Jobs/JID_123``), else None."""
+    location = (getattr(response, "headers", None) or {}).get("Location") or ""
+    return location.rstrip("/").rsplit("/", 1)[-1] if "/Jobs/" in location else None
+
+
 class DellIdrac9(Generic):
     name = "dell_idrac9"
+
+    def set_boot_mode(self, client: Any, mode: str) -> dict[str, Any]:
+        path = client.system_path()
+        body, etag = client.get_with_etag(path, "Reading the System before setting the boot mode")
+        if body.get("@Redfish.Settings"):  # iDRAC10: Boot is written through the Settings resource
+            return super().set_boot_mode(client, mode)
+        response = client.patch(
+            path, {"Boot": {"BootSourceOverrideMode": mode}}, f"Setting BootSourceOverrideMode to {mode}", etag=etag
+        )
+        return {"method": "BootSourceOverrideMode", "mode": mode, "job_id": job_id_from(response)}
 
     def reset_bmc(self, client: Any) -> str:
         dell = ((client.manager.json.get("Links") or {}).get("Oem") or {}).get("Dell") or {}
