@@ -4,6 +4,7 @@ Why: modules wait on effects that controllers produce, not on the write itself: 
 Established (and reaches discovery ~0.5 s later), a namespace deletion empties the namespace first,
 garbage collection follows ownerReferences, workloads become ready some time after a spec change.
 They run on one scheduler thread, after the write that triggered them, like real controllers.
+Deployments and ReplicaSets have their own module (``kube_apps``): helm waits on the chain.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from lab import kube_schemas as schemas
 from lab.kube_api import CRD_CLEANUP_FINALIZER, DEFAULT_NAMESPACES, HOLD_ANNOTATION, ApiError, ApiServer, Target
+from lab.kube_apps import DeploymentController
 from lab.kube_discovery import ResourceType
 
 Obj = dict[str, Any]
@@ -26,11 +28,13 @@ LOG = logging.getLogger("lab.kube")
 
 # A real apiserver lists a new CRD in discovery about this long after Established (scaled by delay_scale).
 CRD_DISCOVERY_LAG = 0.5
-# Seconds (scaled) before a changed Deployment/DaemonSet/StatefulSet reports ready; 1 s surfaces the
-# kubernetes.core wait_sleep trap (a wait that checks once passes on an instant server only).
+# Seconds (scaled) before a changed DaemonSet/StatefulSet, or a ReplicaSet's new pods, report ready;
+# 1 s surfaces the kubernetes.core wait_sleep trap (a wait that checks once passes on an instant server only).
 WORKLOAD_READY_DELAY = 1.0
 CONTROLLER = "lab-controller"
-WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
+# Workloads whose status this module simulates directly (Deployment/ReplicaSet: kube_apps).
+WORKLOADS = ("DaemonSet", "StatefulSet")
+ROLLOUT_KINDS = ("Deployment", "ReplicaSet")
 
 
 class Scheduler:
@@ -108,6 +112,7 @@ class Controllers:
         self.ready_delay = ready_delay
         # (namespace, name) of workloads held unready by a simulator, until a monotonic time (inf = until released).
         self.holds: dict[tuple[str, str, str], float] = {}
+        self.apps = DeploymentController(self)
         api.on_write.append(self.on_write)
 
     def scaled(self, seconds: float) -> float:
@@ -158,6 +163,8 @@ class Controllers:
             self.scheduler.schedule(0, lambda: self.crd(meta["name"]))
         if kind == "Node":
             self.scheduler.schedule(0, self.reconcile_daemonsets)
+        if self.workloads and kind in ROLLOUT_KINDS and rtype.group == "apps":
+            self.apps.on_write(rtype, event, obj)
         if self.workloads and kind in WORKLOADS and event != "DELETED" and not meta.get("deletionTimestamp"):
             observed = (obj.get("status") or {}).get("observedGeneration")
             if observed != meta.get("generation"):
@@ -358,6 +365,9 @@ class Controllers:
                 self.reconcile_workload("daemonsets", obj["metadata"]["namespace"], obj["metadata"]["name"])
 
     def reconcile_workload(self, plural: str, namespace: str, name: str) -> None:
+        if plural in ("deployments", "replicasets"):
+            self.apps.reconcile(plural, namespace, name)
+            return
         rtype = self.rtype("apps", "v1", plural)
         obj = self.api.store.get(self.api.key(rtype, namespace, name))
         if obj is None or obj["metadata"].get("deletionTimestamp"):
@@ -399,33 +409,6 @@ class Controllers:
             for zero_field in ("readyReplicas", "availableReplicas"):
                 if not status[zero_field]:
                     del status[zero_field]
-            if plural == "deployments":
-                stamp = obj["metadata"]["creationTimestamp"]
-                available = "True" if ready >= replicas else "False"
-                status["conditions"] = [
-                    {
-                        "type": "Available",
-                        "status": available,
-                        "reason": "MinimumReplicasAvailable" if available == "True" else "MinimumReplicasUnavailable",
-                        "message": "Deployment has minimum availability."
-                        if available == "True"
-                        else "Deployment does not have minimum availability.",
-                        "lastUpdateTime": stamp,
-                        "lastTransitionTime": stamp,
-                    },
-                    {
-                        "type": "Progressing",
-                        "status": "True",
-                        "reason": "NewReplicaSetAvailable",
-                        "message": f'ReplicaSet "{name}" has successfully progressed.',
-                        "lastUpdateTime": stamp,
-                        "lastTransitionTime": stamp,
-                    },
-                ]
-                if not ready:
-                    status["unavailableReplicas"] = replicas
-                else:
-                    status.pop("unavailableReplicas", None)
             if plural == "statefulsets":
                 status.update(
                     {

@@ -9,7 +9,6 @@ InferenceCluster the runs write is checked against Modelplane's XRD schemas (the
 from __future__ import annotations
 
 import base64
-import contextlib
 import importlib.util
 import json
 import threading
@@ -88,11 +87,11 @@ class Writes:
             return list(self.events[mark:])
 
 
-@contextlib.contextmanager
 def twin_lab(
     tmp_path: Path, *, plan: str, pool_labels: dict[str, str]
 ) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
-    """The Modelplane emulator and a VKE twin cluster with one 2-node GPU pool of ``plan``."""
+    """The Modelplane emulator and a VKE twin cluster with one 2-node GPU pool of ``plan`` (a fixture body:
+    fixtures delegate with ``yield from``, so pytest's teardown runs its cleanup)."""
     with (
         ModelplaneEmulator(delay_scale=0.0, backend_ready_after=0.0) as mp,
         VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr,
@@ -121,15 +120,13 @@ def twin_lab(
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
     """An L40S pool whose VKE node pool labels its nodes modelplane.ai/pool=l40s."""
-    with twin_lab(tmp_path, plan="vcg-l40s-16c-180g-48vram", pool_labels={"modelplane.ai/pool": "l40s"}) as found:
-        yield found
+    yield from twin_lab(tmp_path, plan="vcg-l40s-16c-180g-48vram", pool_labels={"modelplane.ai/pool": "l40s"})
 
 
 @pytest.fixture
 def unlabelled_lab(tmp_path: Path) -> Iterator[tuple[ModelplaneEmulator, Any, Path, Writes]]:
     """An A16 pool whose nodes carry no modelplane.ai/pool label (a cluster built without it)."""
-    with twin_lab(tmp_path, plan="vcg-a16-6c-64g-16vram", pool_labels={}) as found:
-        yield found
+    yield from twin_lab(tmp_path, plan="vcg-a16-6c-64g-16vram", pool_labels={})
 
 
 def run_role(
