@@ -301,6 +301,28 @@ spec:
         - name: probe
           image: busybox:1.36
 """,
+    # helm --wait on a Deployment needs the controller chain: a ReplicaSet owned by it with the
+    # template's pod-template-hash, its observedGeneration and readyReplicas. The message in the pod
+    # template makes every upgrade that changes it a rollout (a second ReplicaSet, revision 2).
+    "deployment.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-web}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-web}
+      annotations: {message: {{ .Values.message | quote }}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.present: "true"}
+      tolerations: [{operator: Exists}]
+      containers:
+        - name: web
+          image: busybox:1.36
+""",
 }
 
 
@@ -331,9 +353,14 @@ def test_helm_install_upgrade_uninstall(
             "kubernetes.core.helm": {**common, "create_namespace": True, "wait": True, "timeout": "60s"},
         },
         {"name": "ds", "kubernetes.core.k8s_info": {"kind": "DaemonSet", "namespace": ns, "name": "probe-probe"}},
+        {"name": "deploy", "kubernetes.core.k8s_info": {"kind": "Deployment", "namespace": ns, "name": "probe-web"}},
         {
             "name": "upgrade",
             "kubernetes.core.helm": {**common, "values": {"message": "bye"}, "wait": True, "timeout": "60s"},
+        },
+        {
+            "name": "rs",
+            "kubernetes.core.k8s_info": {"kind": "ReplicaSet", "namespace": ns, "label_selectors": ["app=probe-web"]},
         },
         {"name": "upgrade again", "kubernetes.core.helm": {**common, "values": {"message": "bye"}}},
         {"name": "cm", "kubernetes.core.k8s_info": {"kind": "ConfigMap", "namespace": ns, "name": "probe-config"}},
@@ -352,10 +379,26 @@ def test_helm_install_upgrade_uninstall(
     for task in tasks:
         assert not run.task(task["name"]).get("failed"), (task["name"], run.task(task["name"]))
     assert "kind: DaemonSet" in run.task("template")["stdout"]
+    assert "kind: Deployment" in run.task("template")["stdout"]
     assert run.task("install")["changed"] is True
     status = run.task("ds")["resources"][0]["status"]
     assert status["numberReady"] == status["desiredNumberScheduled"] > 0
+    # helm --wait returned: the Deployment's controller saw the chart's generation and its revision 1
+    # ReplicaSet was ready (what helm 3.18 checks; the Deployment's own counts may trail it).
+    web = run.task("deploy")["resources"][0]
+    assert web["status"]["observedGeneration"] == web["metadata"]["generation"]
+    assert web["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
     assert run.task("upgrade")["changed"] is True
+    # The upgrade changed the pod template: a second ReplicaSet, ready when helm --wait returned.
+    replica_sets = {
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: rs for rs in run.task("rs")["resources"]
+    }
+    assert sorted(replica_sets) == ["1", "2"]
+    newest = replica_sets["2"]
+    assert newest["spec"]["template"]["metadata"]["annotations"] == {"message": "bye"}
+    assert newest["status"]["observedGeneration"] == newest["metadata"]["generation"]
+    assert newest["status"]["readyReplicas"] == 2
+    assert newest["metadata"]["ownerReferences"][0]["uid"] == web["metadata"]["uid"]
     assert run.task("upgrade again")["changed"] is False
     assert run.task("cm")["resources"][0]["data"] == {"message": "bye"}
     assert run.task("info")["status"]["revision"] == "2" or run.task("info")["status"]["revision"] == 2
