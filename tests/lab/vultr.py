@@ -16,10 +16,10 @@ In-process (tests)::
         emu.inject(method="POST", path=r"/kubernetes/clusters$", fault="lost_response")
 
 Out of process (labctl): ``python tests/lab/vultr.py --host 127.0.0.1 --port N [--delay-scale F]
-[--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works] [--seed S] [--workload-clusters
-[--validator-ready-after S]]``; control it through ``/lab/faults`` and ``/lab/requests`` (loopback
-only, no auth). ``--workload-clusters`` (``twin=True``) runs a workload Kubernetes API per cluster
-(``lab.vke_twin``, ``docs/lab/twin.md``).
+[--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works | --vpc-only-partial] [--seed S]
+[--workload-clusters [--validator-ready-after S]]``; control it through ``/lab/faults`` and
+``/lab/requests`` (loopback only, no auth). ``--workload-clusters`` (``twin=True``) runs a workload
+Kubernetes API per cluster (``lab.vke_twin``, ``docs/lab/twin.md``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ PER_PAGE_MAX = 500
 
 # [unverified] the text of Vultr's 401 body; the shape {"error", "status"} is the documented one.
 MSG_UNAUTHORIZED = "Invalid API token."
+MSG_SERVER_ERROR = "Internal server error."
 
 # How often the ticker thread advances time when nobody polls (lifecycle hooks stay timely).
 TICK_SECONDS = 0.25
@@ -189,6 +190,7 @@ class VultrEmulator:
         seed: int = 0,
         *,
         vpc_only_fails: bool = True,
+        vpc_only_partial: bool = False,
         versions: Iterable[str] | None = None,
         delays: Delays | None = None,
         kubeconfig_factory: KubeconfigFactory | None = None,
@@ -204,6 +206,7 @@ class VultrEmulator:
             gpu_plans=gpu_plans,
             versions=versions,
             vpc_only_fails=vpc_only_fails,
+            vpc_only_partial=vpc_only_partial,
             seed=seed,
         )
         if contract is True:
@@ -386,6 +389,8 @@ class VultrEmulator:
             reply = self._dispatch(method, below, dict(query), headers, body)
             if fault is not None and fault.fault == "lost_response":
                 reply = Reply(reply.status, reply.body, reply.headers, lost=True)
+            elif fault is not None and fault.fault == "500_applied":
+                reply = Reply(500, {"error": MSG_SERVER_ERROR, "status": 500})
         content = b"" if reply.body is None else json.dumps(reply.body).encode()
         response_headers = dict(reply.headers or {})
         if content:
@@ -423,7 +428,7 @@ class VultrEmulator:
     @staticmethod
     def _fault_reply(fault: Fault) -> Reply:
         status = int(fault.fault)
-        messages = {429: "Rate limit reached - please try your request again later.", 500: "Internal server error."}
+        messages = {429: "Rate limit reached - please try your request again later.", 500: MSG_SERVER_ERROR}
         message = messages.get(status, "Service Unavailable")
         headers = {}
         if fault.retry_after is not None and status in (429, 503):
@@ -466,7 +471,7 @@ class VultrEmulator:
             return Reply(error.status, error.body)
         except Exception:
             self.internal_errors.append(f"{method} {below}: {traceback.format_exc()}")
-            return Reply(500, {"error": "Internal server error.", "status": 500})
+            return Reply(500, {"error": MSG_SERVER_ERROR, "status": 500})
 
     # ---- endpoint handlers (names follow ROUTES) --------------------------------------------------
 
@@ -693,6 +698,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--vpc-only-works", action="store_true", help="accept vpc_only node pools instead of failing with HTTP 500"
     )
+    parser.add_argument(
+        "--vpc-only-partial",
+        action="store_true",
+        help="a failing vpc_only create leaves the cluster or pool behind, then answers 500 (a partial create)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for ids and probabilistic faults")
     parser.add_argument(
         "--workload-clusters",
@@ -713,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         gpu_plans=gpu_plans,
         seed=args.seed,
         vpc_only_fails=not args.vpc_only_works,
+        vpc_only_partial=args.vpc_only_partial,
         twin=args.workload_clusters,
         validator_ready_after=args.validator_ready_after,
     )

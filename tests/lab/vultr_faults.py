@@ -16,9 +16,11 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Fault kinds. ``lost_response``: the request takes effect, then the connection is closed without an
-# answer (what a client sees when a proxy or the network drops the response).
-FAULT_KINDS = ("429", "500", "503", "latency", "lost_response")
+# Fault kinds. ``429``/``500``/``503``: answered instead of handling the request (nothing happens).
+# ``lost_response``: the request takes effect, then the connection is closed without an answer (what a
+# client sees when a proxy or the network drops the response). ``500_applied``: the request takes
+# effect, then a 500 is answered (a server that failed after acting: a create that "failed" but exists).
+FAULT_KINDS = ("429", "500", "503", "latency", "lost_response", "500_applied")
 
 
 @dataclass

@@ -392,6 +392,7 @@ class VkeState:
         gpu_plans: Iterable[str] | None = None,
         versions: Iterable[str] | None = None,
         vpc_only_fails: bool = True,
+        vpc_only_partial: bool = False,
         seed: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -401,6 +402,9 @@ class VkeState:
         self.gpu_plans = tuple(DEFAULT_GPU_PLANS if gpu_plans is None else gpu_plans)
         self.versions = tuple(DEFAULT_VERSIONS if versions is None else versions)
         self.vpc_only_fails = vpc_only_fails
+        # With vpc_only_fails: create the cluster (or pool) anyway, THEN answer 500 (a partial create
+        # that a client must find and delete). Off: the 500 creates nothing.
+        self.vpc_only_partial = vpc_only_partial
         self.plans = {p.id: p for p in PLANS}
         self.regions = {r["id"]: r for r in REGIONS}
         self.clock = clock
@@ -541,7 +545,8 @@ class VkeState:
         specs = [self._parse_pool(p, region) for p in pools_body]
         if len({s["label"] for s in specs}) != len(specs):
             raise bad_request(MSG_POOL_LABEL_UNIQUE)
-        if self.vpc_only_fails and any(s["vpc_only"] for s in specs):
+        vpc_only_failure = self.vpc_only_fails and any(s["vpc_only"] for s in specs)
+        if vpc_only_failure and not self.vpc_only_partial:
             # §3 / issue 3: VKE has failed cluster creation with HTTP 500 for vpc_only. Nothing is created.
             raise ApiError(500, MSG_VPC_ONLY_FAILED)
         with self.lock:
@@ -559,6 +564,8 @@ class VkeState:
             )
             cluster.node_pools = [self._build_pool(s) for s in specs]
             self.clusters[cluster.id] = cluster
+            if vpc_only_failure:  # vpc_only_partial: the cluster exists, the answer is a 500 all the same
+                raise ApiError(500, MSG_VPC_ONLY_FAILED)
             return cluster.render()
 
     def list_clusters(self) -> list[dict[str, Any]]:
@@ -633,10 +640,12 @@ class VkeState:
             spec = self._parse_pool(body, cluster.region)
             if any(p.label == spec["label"] for p in cluster.node_pools):
                 raise bad_request(MSG_POOL_LABEL_UNIQUE)
-            if self.vpc_only_fails and spec["vpc_only"]:
+            if self.vpc_only_fails and spec["vpc_only"] and not self.vpc_only_partial:
                 raise ApiError(500, MSG_VPC_ONLY_FAILED)
             pool = self._build_pool(spec)
             cluster.node_pools.append(pool)
+            if self.vpc_only_fails and spec["vpc_only"]:  # vpc_only_partial: created, then a 500
+                raise ApiError(500, MSG_VPC_ONLY_FAILED)
             return pool.render()
 
     def list_pools(self, cluster_id: str) -> list[dict[str, Any]]:
