@@ -10,7 +10,8 @@ exception type for everything. This subclass keeps its session and verbs and add
 * ``Content-Type: application/json`` on every request (the API rejects requests without it);
 * a urllib3 ``Retry`` mounted on the session (:class:`VultrRetry`): 429 and 503 are retried for every
   method honouring ``Retry-After``; other 5xx and read errors only for idempotent methods, so a POST
-  is never blindly replayed. :meth:`VultrClient.create` re-reads after an ambiguous POST failure;
+  is never blindly replayed. :meth:`VultrClient.create` re-reads after an ambiguous POST failure and
+  sends the create again only when the re-read shows it did not take effect (bounded, with backoff);
 * cursor pagination (``meta.links.next``) and typed errors (see ``errors.py``);
 * a per-instance request counter (no global state), reported by the modules for the benchmark.
 
@@ -19,6 +20,8 @@ This file is PRIVATE to the collection: other collections must not import it.
 
 from __future__ import annotations
 
+import random
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +29,7 @@ from typing import Any, TypeVar
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
 
-from .errors import TransportError, is_ambiguous_write_failure, is_server_error, map_error
+from .errors import TransportError, is_ambiguous_write_failure, is_server_error, map_error, retry_after_of
 
 VULTR_IMPORT_ERROR: str | None
 try:
@@ -54,8 +57,12 @@ SERVER_ERROR_STATUSES = frozenset({500, 502, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"})
 PAGE_SIZE = 500  # Vultr's maximum per_page: a list costs one request up to 500 objects
 RETRY_AFTER_MAX = 120.0  # never sleep longer than this on one Retry-After
-# A lost POST response whose re-read found nothing is sent again at most this many times in total.
+# A create whose POST failed ambiguously (5xx or lost response) and whose re-read found nothing is
+# sent at most this many times in total.
 CREATE_ATTEMPTS = 3
+# The retry layer's backoff (urllib3 Retry), also used between the sends of a create.
+BACKOFF_FACTOR = 0.5
+BACKOFF_JITTER = 0.25
 
 
 def should_retry_status(method: str, status: int) -> bool:
@@ -135,6 +142,8 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         super().__init__(api_key=api_key)
         self.url = endpoint_url(api_endpoint)  # instance attribute shadows Vultr.url
         self.timeout = timeout
+        self.retry_max_delay = retry_max_delay
+        self.sleep: Callable[[float], None] = time.sleep  # replaced in unit tests
         self.counter = RequestCounter()
         self._session.verify = validate_certs
         self._session.headers.update(
@@ -145,9 +154,9 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
             connect=retries,
             read=retries,
             status=retries,
-            backoff_factor=0.5,
+            backoff_factor=BACKOFF_FACTOR,
             backoff_max=retry_max_delay,
-            backoff_jitter=0.25,
+            backoff_jitter=BACKOFF_JITTER,
             allowed_methods=IDEMPOTENT_METHODS,
             status_forcelist=THROTTLE_STATUSES | SERVER_ERROR_STATUSES,
             respect_retry_after_header=True,
@@ -177,7 +186,7 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
             ) from None
         if not response.ok:
             error = VultrException(response)
-            raise map_error(error.status, error.error, method=verb, path=path)
+            raise map_error(error.status, error.error, method=verb, path=path, retry_after=_retry_after(response))
         if response.status_code == 204 or not response.content:
             return None
         if response.headers.get("content-type", "").split(";")[0].strip() != "application/json":
@@ -218,26 +227,56 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         find: Callable[[], dict[str, Any] | None],
         *,
         attempts: int = CREATE_ATTEMPTS,
+        server_error_is_final: bool = False,
     ) -> tuple[dict[str, Any], bool]:
         """POST a create, never replaying it blindly; return ``(object, recovered)``.
 
         After a lost response or a 5xx, ``find()`` re-reads (list by label/marker). If the object
-        exists, the create took effect and it is returned with ``recovered=True``. If it does not:
-        a 5xx is raised (the server answered that it failed; replaying may repeat a real error),
-        a lost response is sent again, up to ``attempts`` sends in total.
+        exists, the create took effect: it is returned with ``recovered=True`` and never sent again.
+        If it does not, the create is sent again after the retry layer's backoff (or the
+        ``Retry-After`` the error carried), up to ``attempts`` sends in total; then the last error is
+        raised, naming the endpoint. ``server_error_is_final``: a 5xx is raised at once, without a
+        re-read (for creates whose 5xx has a known meaning the caller handles, such as vpc_only).
         """
-        last: Exception | None = None
-        for _attempt in range(max(1, attempts)):
+        sends = max(1, attempts)
+        last: ApiError | None = None
+        for attempt in range(sends):
             try:
                 created = self.call("POST", path, body) or {}
                 return created.get(key) or {}, False
             except ApiError as exc:
-                if not is_ambiguous_write_failure(exc):
+                if not is_ambiguous_write_failure(exc) or (server_error_is_final and is_server_error(exc)):
                     raise
                 last = exc
             found = find()
             if found is not None:
                 return found, True
-            if is_server_error(last):
-                raise last
-        raise last if last is not None else ApiError(f"Vultr POST {path}: create failed")
+            if attempt + 1 < sends:
+                self.sleep(self.resend_delay(attempt, last))
+        if last is None:  # unreachable: the loop returns or records an error
+            raise ApiError(f"Vultr POST {path}: create failed", method="POST", url=path)
+        raise last.__class__(
+            f"Vultr POST {path}: the create failed {sends} times (last: {last.msg}); after each failure a re-read "
+            "found nothing created, so nothing was left behind",
+            status=last.status,
+            method="POST",
+            url=path,
+            details={"attempts": sends},
+        ) from None
+
+    def resend_delay(self, attempt: int, exc: BaseException) -> float:
+        """Seconds before sending a create again: ``Retry-After`` if given, else the retry backoff."""
+        requested = retry_after_of(exc)
+        if requested is not None:
+            return min(max(requested, 0.0), RETRY_AFTER_MAX)
+        backoff = min(self.retry_max_delay, BACKOFF_FACTOR * (2**attempt))
+        return backoff + random.random() * BACKOFF_JITTER
+
+
+def _retry_after(response: Any) -> float | None:
+    """``Retry-After`` in seconds (the integer form Vultr documents), or None."""
+    value = response.headers.get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
