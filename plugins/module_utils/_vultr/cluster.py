@@ -66,6 +66,7 @@ def cluster_spec_from_params(params: dict[str, Any]) -> ClusterSpec:
     if raw.get("taints") is None:
         raw["taints"] = []
     raw["tag"] = CLUSTER_OWNER_TAG
+    raw["vpc_only"] = bool(params.get("vpc_only"))
     system = pool_spec_from_params(raw, prefix="system_pool.", default_tag=CLUSTER_OWNER_TAG)
     return ClusterSpec(
         label=label,
@@ -91,9 +92,7 @@ def find_by_label(clusters: Iterable[dict[str, Any]], label: str) -> tuple[list[
 
 def create_body(spec: ClusterSpec, version: str) -> dict[str, Any]:
     """Body of ``POST /kubernetes/clusters`` with the system pool inline."""
-    pool = spec.system_pool.create_body()
-    if spec.vpc_only:
-        pool["vpc_only"] = True
+    pool = spec.system_pool.create_body()  # carries vpc_only when set
     body: dict[str, Any] = {
         "label": spec.label,
         "region": spec.region,
@@ -112,6 +111,17 @@ def system_pool_of(cluster: dict[str, Any], spec: ClusterSpec) -> dict[str, Any]
     return next((p for p in pools if p.get("tag") == CLUSTER_OWNER_TAG), None) or next(
         (p for p in pools if p.get("label") == spec.system_pool.label), None
     )
+
+
+def is_vpc_only(cluster: dict[str, Any]) -> bool | None:
+    """Whether the cluster was created VPC-only: its marker (system) pool's ``vpc_only``.
+
+    None when the cluster has no marker pool or the API does not report the field.
+    """
+    marker = next((p for p in cluster.get("node_pools") or [] if p.get("tag") == CLUSTER_OWNER_TAG), None)
+    if marker is None or marker.get("vpc_only") is None:
+        return None
+    return bool(marker["vpc_only"])
 
 
 def version_drift(spec: ClusterSpec, observed_version: str) -> bool:
@@ -149,6 +159,8 @@ def cluster_drift(spec: ClusterSpec, observed: dict[str, Any]) -> list[dict[str,
             add(f"system_pool.{name}", have, want)
         for name, want in plan.patch.items():
             add(f"system_pool.{name}", pool.get(name), want)
+        for name, (have, want) in plan.drift.items():
+            add("vpc_only" if name == "vpc_only" else f"system_pool.{name}", have, want)
         if plan.add_labels or plan.remove_labels:
             add("system_pool.labels", pool.get("labels") or {}, dict(spec.system_pool.labels))
         if plan.add_taints or plan.remove_taints:

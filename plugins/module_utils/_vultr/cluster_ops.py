@@ -4,8 +4,9 @@
 
 Why this shape: the no-op path is ONE request (``GET /kubernetes/clusters``, which embeds every
 pool), plus one for the kubeconfig when ``kubeconfig_path`` is set, whatever the number of pools
-(``node_pools`` are compared against the embedded objects). Catalogue checks and version resolution
-run only when something is created or upgraded.
+(``node_pools`` are compared against the embedded objects) and whatever ``version`` says (``latest``,
+a prefix or an exact build). Catalogue checks, version resolution and ``available-upgrades`` run
+only when something is created or may be upgraded (``allow_upgrade: true``).
 
 This file is PRIVATE to the collection: other collections must not import it.
 """
@@ -35,20 +36,13 @@ from .args import client_from_params
 from .catalog import check_plans_available, check_region, resolve
 from .client import VultrClient
 from .cluster import ClusterSpec, cluster_drift, cluster_spec_from_params, create_body, find_by_label, version_drift
-from .errors import is_server_error
+from .errors import ineligible_plan_error, is_ineligible_plan, is_server_error, vpc_only_error
 from .node_pool import PoolSpec, pool_spec_from_params
 from .pool_ops import PoolOptions, reconcile_pool, remove_pools
-from .versions import LATEST, is_exact, normalise, resolve_version
-from .waits import POLL_BACKOFF, cluster_ready, wait_cluster_active, wait_gone
+from .versions import LATEST, is_exact, matches, normalise, version_key
+from .waits import POLL_BACKOFF, cluster_ready, status_view, wait_cluster_active, wait_gone
 
 CLUSTERS = "/kubernetes/clusters"
-
-VPC_ONLY_EXPLANATION = (
-    "VKE refused to create the cluster with vpc_only: true (HTTP {status}: {error}). VKE has failed "
-    "cluster creation for VPC-only node pools (without it, nodes keep public interfaces). Check that "
-    "vpc_id names a VPC with a NAT gateway in region {region}, or set vpc_only: false. Nothing was left "
-    "behind{cleanup}."
-)
 
 
 def list_clusters(client: VultrClient) -> list[dict[str, Any]]:
@@ -65,10 +59,14 @@ def cluster_view(cluster: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _pool_specs(params: dict[str, Any]) -> list[tuple[PoolSpec, dict[str, Any]]]:
+    """``node_pools`` items; a pool without its own ``vpc_only`` takes the cluster's."""
     specs = []
     for index, item in enumerate(params.get("node_pools") or []):
         present = item.get("state", "present") == "present"
-        specs.append((pool_spec_from_params(item, prefix=f"node_pools[{index}].", need_plan=present), item))
+        values = dict(item)
+        if values.get("vpc_only") is None:
+            values["vpc_only"] = bool(params.get("vpc_only"))
+        specs.append((pool_spec_from_params(values, prefix=f"node_pools[{index}].", need_plan=present), item))
     labels = [s.label for s, _pool in specs]
     if len(set(labels)) != len(labels):
         raise InputError("node_pools", "pool labels must be unique within the cluster")
@@ -158,17 +156,19 @@ def _existing(
 ) -> dict[str, Any]:
     """Drift of create-only fields (reported) and the version (reported, or upgraded when allowed)."""
     result["drift"] = cluster_drift(spec, cluster)
-    upgrade = _version_change(client, spec, cluster, params["allow_upgrade"])
-    if upgrade is None:
-        return cluster
-    target, reason = upgrade
+    current = cluster.get("version", "")
     if not params["allow_upgrade"]:
-        result["drift"].append(
-            {"field": "version", "observed": cluster["version"], "desired": target, "reason": reason}
-        )
+        if version_drift(spec, current):  # no request: a plain comparison (``latest`` is not checked)
+            desired = normalise(spec.version) if is_exact(spec.version) else spec.version
+            result["drift"].append(
+                {"field": "version", "observed": current, "desired": desired, "reason": "running version differs"}
+            )
+        return cluster
+    target = _upgrade_target(client, spec, cluster)
+    if target is None:
         return cluster
     result["changed"] = True
-    result["actions"].append(f"upgrade {cluster['version']} -> {target}")
+    result["actions"].append(f"upgrade {current} -> {target}")
     if check:
         return cluster
     return _upgrade(client, cluster, target, params["wait_timeout"] if params["wait"] else None)
@@ -186,12 +186,13 @@ def _converge_pools(
     """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal)."""
     pools_result = []
     changed = False
-    for pool_spec, item in pool_specs:
+    for index, (pool_spec, item) in enumerate(pool_specs):
         opts = PoolOptions(
             replace=bool(item.get("replace")),
             check_mode=check,
             wait=params["wait"],
             wait_timeout=params["wait_timeout"],
+            field_prefix=f"node_pools[{index}].",
         )
         if item.get("state") == "absent":
             outcome = remove_pools(client, cluster, pool_spec, opts)
@@ -199,6 +200,7 @@ def _converge_pools(
             outcome = reconcile_pool(client, cluster, pool_spec, opts)
         outcome.pop("diff", None)
         pools_result.append(outcome)
+        result["drift"].extend({**d, "field": f"node_pools[{index}].{d['field']}"} for d in outcome.get("drift") or [])
         if outcome["changed"]:
             changed = True
             result["actions"].extend(f"{pool_spec.label}: {a}" for a in outcome["actions"])
@@ -236,7 +238,14 @@ def _create(
         return ours[0] if ours else None
 
     try:
-        cluster, recovered = client.create(CLUSTERS, body, "vke_cluster", find=find)
+        # vpc_only: a 5xx is VKE's known VPC-only failure, explained (and cleaned up), never re-sent.
+        cluster, recovered = client.create(
+            CLUSTERS, body, "vke_cluster", find=find, server_error_is_final=spec.vpc_only
+        )
+    except NotFoundError as exc:
+        if is_ineligible_plan(exc):
+            raise ineligible_plan_error("system_pool.plan", spec.system_pool.plan, region, exc) from None
+        raise
     except ApiError as exc:
         if spec.vpc_only and is_server_error(exc):
             raise _vpc_only_failure(client, spec, exc, find, params["wait_timeout"]) from None
@@ -247,7 +256,7 @@ def _create(
 
 
 def _vpc_only_failure(client: VultrClient, spec: ClusterSpec, exc: ApiError, find: Any, timeout: float) -> ApiError:
-    """Clean up anything the failed vpc_only create left behind, and explain the limitation."""
+    """Delete whatever the failed vpc_only create left behind (waiting until it is gone); explain."""
     cleanup = ""
     partial = find()
     if partial is not None:
@@ -255,66 +264,78 @@ def _vpc_only_failure(client: VultrClient, spec: ClusterSpec, exc: ApiError, fin
         with contextlib.suppress(NotFoundError):
             client.call("DELETE", f"{path}/delete-with-linked-resources")
         wait_gone(client, path, timeout, f"partially created cluster {partial['id']}")
-        cleanup = f" (the partially created cluster {partial['id']} was deleted)"
-    error = exc.details.get("error") or exc.msg
-    return ApiError(
-        VPC_ONLY_EXPLANATION.format(status=exc.status, error=error, region=spec.region, cleanup=cleanup),
-        status=exc.status,
-        details={"vpc_only": True},
-    )
+        cleanup = f" (the partially created cluster {partial['id']} was deleted with its linked resources)"
+    return vpc_only_error(f"cluster {spec.label!r}", exc, spec.region, cleanup)
 
 
-def _version_change(
-    client: VultrClient, spec: ClusterSpec, cluster: dict[str, Any], allow_upgrade: bool
-) -> tuple[str, str] | None:
-    """``(target, reason)`` when the running version does not satisfy the request."""
+def _available_upgrades(client: VultrClient, cluster: dict[str, Any]) -> list[str]:
+    found = client.call("GET", f"{CLUSTERS}/{cluster['id']}/available-upgrades").get("available_upgrades") or []
+    return sorted((str(v) for v in found), key=lambda v: version_key(v) or ())
+
+
+def _upgrade_target(client: VultrClient, spec: ClusterSpec, cluster: dict[str, Any]) -> str | None:
+    """The version to upgrade to (checked against ``available-upgrades``), or None if there is nothing to do.
+
+    Only called with ``allow_upgrade: true``. ``latest``: the newest available upgrade (one
+    request). A prefix or an exact build that the running version already satisfies: nothing, no
+    request. Otherwise the target must be an available upgrade: ``InputError`` on ``version``,
+    listing them, before any POST.
+    """
     current = cluster.get("version", "")
     if spec.version == LATEST:
-        upgrades = client.call("GET", f"{CLUSTERS}/{cluster['id']}/available-upgrades").get("available_upgrades") or []
-        if upgrades:
-            return resolve_version(LATEST, upgrades), "a newer version is available"
-        return None
+        upgrades = _available_upgrades(client, cluster)
+        return upgrades[-1] if upgrades else None
     if not version_drift(spec, current):
         return None
+    upgrades = _available_upgrades(client, cluster)
     if is_exact(spec.version):
-        return normalise(spec.version), "running version differs"
-    if not allow_upgrade:
-        return spec.version, "running version does not match"
-    upgrades = client.call("GET", f"{CLUSTERS}/{cluster['id']}/available-upgrades").get("available_upgrades") or []
-    return resolve_version(spec.version, upgrades), "running version does not match"
+        target = normalise(spec.version)
+        candidates = [v for v in upgrades if v == target]
+    else:
+        candidates = [v for v in upgrades if matches(spec.version, v)]
+    if not candidates:
+        listed = ", ".join(upgrades) or "none (an upgrade may already be in progress)"
+        raise InputError(
+            "version",
+            f"{spec.version!r} is not an available upgrade of cluster {spec.label!r} (running {current}); "
+            f"available upgrades: {listed}. Pick one of them (an upgrade may have to go through them in turn), "
+            "or set allow_upgrade: false to only report the difference.",
+            details={"running": current, "available_upgrades": upgrades},
+        )
+    return candidates[-1]
 
 
 def _upgrade(client: VultrClient, cluster: dict[str, Any], target: str, timeout: float | None) -> dict[str, Any]:
+    """POST the upgrade (``target`` was just checked against the available upgrades) and wait for it."""
     path = f"{CLUSTERS}/{cluster['id']}"
     try:
         client.call("POST", f"{path}/upgrades", {"upgrade_version": target})
     except ApiError as exc:
-        # A 500 also means "invalid upgrade version": never replay; re-read to see whether it started.
+        # A 5xx or a lost response: never replayed. Re-read: the upgrade took if the version changed or
+        # the target left the available upgrades (it was listed just before the POST).
         if not is_server_error(exc) and exc.status is not None:
             raise
         again = client.call("GET", path)["vke_cluster"]
-        if again.get("version") != target and not _upgrade_pending(client, path, target):
+        if again.get("version") != target and target in _available_upgrades(client, cluster):
             raise ApiError(
-                f"upgrade of cluster {cluster.get('label')!r} to {target} was refused ({exc.msg}); "
-                "pick a version from its available upgrades",
+                f"upgrade of cluster {cluster.get('label')!r} to {target} failed ({exc.msg}); a re-read shows "
+                f"it did not start (still running {again.get('version')}, {target} still offered). Re-run later.",
                 status=exc.status,
+                method="POST",
+                url=f"{path}/upgrades",
             ) from None
     if timeout is None:
         return client.call("GET", path)["vke_cluster"]
 
     def observe() -> Poll[dict[str, Any]]:
         seen = client.call("GET", path)["vke_cluster"]
-        return Poll(seen.get("version") == target and cluster_ready(seen), seen)
+        if seen.get("version") == target and cluster_ready(seen):
+            return Poll(True, seen)
+        return Poll(False, {"version": seen.get("version"), **status_view(seen)})  # short timeout message
 
     return wait_for(
         observe, timeout=timeout, what=f"cluster {cluster.get('label')!r} to run {target}", backoff=POLL_BACKOFF
     )
-
-
-def _upgrade_pending(client: VultrClient, path: str, target: str) -> bool:
-    """An accepted upgrade removes the target from the available upgrades (best effort)."""
-    upgrades = client.call("GET", f"{path}/available-upgrades").get("available_upgrades") or []
-    return target not in upgrades
 
 
 def _kubeconfig(

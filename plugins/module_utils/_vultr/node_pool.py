@@ -11,6 +11,8 @@ Why: the rules that make pools converge live here as pure functions, unit-tested
   the plan lists the ones to add and the ones to delete through the per-pool endpoints.
 * A GPU pool (plan ``vcg-*``) gets the taint ``nvidia.com/gpu=true:NoSchedule`` unless taints are given.
 * ``plan`` and ``label`` cannot change in place: they are reported as immutable differences.
+* ``vpc_only`` (nodes without a public interface) is create-only on VKE and cannot be fixed by a
+  replace the user did not ask for: a difference is reported as drift and never applied.
 * Ownership is the pool ``tag``: only pools carrying it are changed or deleted.
 
 This file is PRIVATE to the collection: other collections must not import it.
@@ -59,6 +61,7 @@ class PoolSpec:
     labels: dict[str, str]
     taints: tuple[Taint, ...]
     tag: str
+    vpc_only: bool | None = None  # None: not sent on create, not compared
 
     @property
     def is_gpu(self) -> bool:
@@ -77,6 +80,8 @@ class PoolSpec:
             body.update(min_nodes=self.min_nodes, max_nodes=self.max_nodes)
         body["labels"] = dict(self.labels)
         body["taints"] = [t.as_dict() for t in self.taints]
+        if self.vpc_only:
+            body["vpc_only"] = True
         return body
 
     def as_dict(self) -> dict[str, Any]:
@@ -129,7 +134,19 @@ def pool_spec_from_params(
     taints_in = params.get("taints")
     taints = default_taints(plan) if taints_in is None else tuple(_taint(t, prefix) for t in taints_in)
     tag = params.get("tag") or default_tag
-    return PoolSpec(label, plan, quantity, auto, min_nodes, max_nodes, labels, tuple(sorted(set(taints))), tag)
+    vpc_only = params.get("vpc_only")
+    return PoolSpec(
+        label,
+        plan,
+        quantity,
+        auto,
+        min_nodes,
+        max_nodes,
+        labels,
+        tuple(sorted(set(taints))),
+        tag,
+        None if vpc_only is None else bool(vpc_only),
+    )
 
 
 def _scaling(params: dict[str, Any], prefix: str) -> tuple[int, bool, int, int]:
@@ -183,7 +200,11 @@ def observed_taints(pool: dict[str, Any]) -> set[Taint]:
 
 @dataclass
 class PoolPlan:
-    """What to do to one pool. ``immutable`` maps a field to ``(observed, desired)``."""
+    """What to do to one pool. ``immutable`` and ``drift`` map a field to ``(observed, desired)``.
+
+    ``immutable`` differences need a replace; ``drift`` ones (create-only, such as ``vpc_only``)
+    are only reported: they do not make the plan ``changed``.
+    """
 
     create: bool = False
     patch: dict[str, Any] = field(default_factory=dict)
@@ -192,6 +213,7 @@ class PoolPlan:
     add_taints: list[Taint] = field(default_factory=list)
     remove_taints: list[Taint] = field(default_factory=list)
     immutable: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    drift: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -214,6 +236,7 @@ class PoolPlan:
             "add_taints": [t.as_dict() for t in self.add_taints],
             "remove_taints": [t.as_dict() for t in self.remove_taints],
             "immutable": {k: {"observed": o, "desired": d} for k, (o, d) in self.immutable.items()},
+            "drift": {k: {"observed": o, "desired": d} for k, (o, d) in self.drift.items()},
         }
 
 
@@ -226,6 +249,9 @@ def plan_pool(spec: PoolSpec, observed: dict[str, Any] | None, *, check_label: b
         plan.immutable["plan"] = (observed.get("plan"), spec.plan)
     if check_label and observed.get("label") != spec.label:
         plan.immutable["label"] = (observed.get("label"), spec.label)
+    have_vpc_only = observed.get("vpc_only")
+    if spec.vpc_only is not None and have_vpc_only is not None and bool(have_vpc_only) != spec.vpc_only:
+        plan.drift["vpc_only"] = (bool(have_vpc_only), spec.vpc_only)
     plan.patch = scaling_patch(spec, observed)
     if (observed.get("tag") or "") != spec.tag:
         plan.patch["tag"] = spec.tag

@@ -35,6 +35,7 @@ def pool_spec() -> dict[str, Any]:
         "labels": {"type": "dict"},
         "taints": {"type": "list", "elements": "dict", "options": taint_spec()},
         "tag": {"type": "str", "default": OWNER_TAG},
+        "vpc_only": {"type": "bool"},
     }
 
 

@@ -16,9 +16,14 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ConflictError, NotFoundError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
+    ApiError,
+    ConflictError,
+    NotFoundError,
+)
 
 from .client import VultrClient
+from .errors import ineligible_plan_error, is_ineligible_plan, is_server_error, vpc_only_error
 from .node_pool import PoolPlan, PoolSpec, Taint, plan_pool, replacement_label, select_pools
 from .waits import wait_gone, wait_pool_active
 
@@ -30,6 +35,7 @@ class PoolOptions:
     check_mode: bool = False
     wait: bool = True
     wait_timeout: float = 3600
+    field_prefix: str = ""  # how errors name this pool's options, e.g. "node_pools[0]."
 
 
 def pool_view(pool: dict[str, Any] | None) -> dict[str, Any]:
@@ -52,14 +58,44 @@ def _find_pool_by_label(client: VultrClient, cluster_id: str, label: str) -> dic
     return next((p for p in pools if p.get("label") == label), None)
 
 
-def create_pool(client: VultrClient, cluster_id: str, spec: PoolSpec) -> tuple[dict[str, Any], bool]:
-    """POST a pool; after a lost response or 5xx, find it by its (unique) label instead of replaying."""
-    return client.create(
-        _base(cluster_id),
-        spec.create_body(),
-        "node_pool",
-        find=lambda: _find_pool_by_label(client, cluster_id, spec.label),
-    )
+def create_pool(
+    client: VultrClient,
+    cluster: dict[str, Any],
+    spec: PoolSpec,
+    *,
+    field_prefix: str = "",
+    timeout: float = 3600,
+) -> tuple[dict[str, Any], bool]:
+    """POST a pool; after a lost response or 5xx, find it by its (unique) label instead of replaying.
+
+    "Invalid NodePool ID" on this create means VKE refused the plan: an ``InputError`` naming the
+    plan option. A 5xx for a ``vpc_only`` pool is VKE's known VPC-only failure: whatever it left
+    behind is deleted and the error explains the limitation (never sent again).
+    """
+    cluster_id = cluster["id"]
+
+    def find() -> dict[str, Any] | None:
+        return _find_pool_by_label(client, cluster_id, spec.label)
+
+    try:
+        return client.create(
+            _base(cluster_id), spec.create_body(), "node_pool", find=find, server_error_is_final=bool(spec.vpc_only)
+        )
+    except NotFoundError as exc:
+        if is_ineligible_plan(exc):
+            raise ineligible_plan_error(f"{field_prefix}plan", spec.plan, cluster.get("region"), exc) from None
+        raise
+    except ApiError as exc:
+        if not (spec.vpc_only and is_server_error(exc)):
+            raise
+        cleanup = ""
+        partial = find()
+        if partial is not None:
+            path = f"{_base(cluster_id)}/{partial['id']}"
+            _delete_quietly(client, path)
+            wait_gone(client, path, timeout, f"partially created node pool {spec.label}")
+            cleanup = f" (the partially created pool {partial['id']} was deleted)"
+        raise vpc_only_error(f"node pool {spec.label!r}", exc, cluster.get("region"), cleanup) from None
 
 
 def apply_labels_and_taints(client: VultrClient, cluster_id: str, pool_id: str, plan: PoolPlan) -> list[str]:
@@ -150,6 +186,7 @@ def reconcile_pool(
     result: dict[str, Any] = {
         "label": spec.label,
         "plan": plan.summary(),
+        "drift": [{"field": k, "observed": o, "desired": d} for k, (o, d) in plan.drift.items()],
         "actions": [],
         "diff": {"before": pool_view(current), "after": spec.as_dict()},
     }
@@ -171,7 +208,9 @@ def reconcile_pool(
         taken = {p.get("label") for p in pools}
         new_label = spec.label if spec.label not in taken else replacement_label(spec.label, spec.plan)
         new_spec = dataclasses.replace(spec, label=new_label)
-        pool, recovered = create_pool(client, cluster_id, new_spec)
+        pool, recovered = create_pool(
+            client, cluster, new_spec, field_prefix=opts.field_prefix, timeout=opts.wait_timeout
+        )
         actions.append(f"created pool {new_label}" + (" (found after an ambiguous response)" if recovered else ""))
         # Labels/taints were sent inline; make sure they are exact (older API versions ignored them).
         actions += apply_labels_and_taints(client, cluster_id, pool["id"], plan_pool(new_spec, pool))

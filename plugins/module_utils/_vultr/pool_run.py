@@ -11,6 +11,7 @@ This file is PRIVATE to the collection: other collections must not import it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ConflictError, NotFoundError
@@ -19,7 +20,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.modul
 from .args import client_from_params
 from .catalog import check_plans_available
 from .client import VultrClient
-from .cluster import is_owned
+from .cluster import is_owned, is_vpc_only
 from .cluster_ops import CLUSTERS, list_clusters
 from .node_pool import pool_spec_from_params, select_pools
 from .pool_ops import PoolOptions, reconcile_pool, remove_pools
@@ -61,6 +62,8 @@ def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
     else:
         if cluster is None:
             raise NotFoundError(f"cluster: no VKE cluster has the id or label {params['cluster']!r}")
+        if spec.vpc_only is None:  # a pool of a VPC-only cluster is VPC-only unless told otherwise
+            spec = dataclasses.replace(spec, vpc_only=is_vpc_only(cluster))
         current, _stale, foreign = select_pools(spec, cluster.get("node_pools") or [])
         needs_new = params.get("id") is None and (
             (current is None and foreign is None) or (current is not None and current.get("plan") != spec.plan)

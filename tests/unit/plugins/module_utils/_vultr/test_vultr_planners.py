@@ -13,6 +13,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._vultr.cluste
     cluster_spec_from_params,
     create_body,
     find_by_label,
+    is_vpc_only,
     version_drift,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.node_pool import (
@@ -217,6 +218,21 @@ def observed_pool(**overrides: Any) -> dict[str, Any]:
         ),
         # tag adopted
         ({"node_quantity": 2}, {"tag": "other"}, {"patch": {"tag": "metalplane.inference"}}),
+        # vpc_only is create-only: a difference is drift (reported), never a patch
+        (
+            {"node_quantity": 2, "vpc_only": True},
+            {"vpc_only": False},
+            {"drift": {"vpc_only": {"observed": False, "desired": True}}},
+        ),
+        (
+            {"node_quantity": 2, "vpc_only": False},
+            {"vpc_only": True},
+            {"drift": {"vpc_only": {"observed": True, "desired": False}}},
+        ),
+        # not compared when not asked for, nor when the API does not report it
+        ({"node_quantity": 2}, {"vpc_only": True}, {}),
+        ({"node_quantity": 2, "vpc_only": True}, {}, {}),
+        ({"node_quantity": 2, "vpc_only": True}, {"vpc_only": True}, {}),
     ],
 )
 def test_plan_pool(params: dict[str, Any], observed: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -230,8 +246,10 @@ def test_plan_pool(params: dict[str, Any], observed: dict[str, Any], expected: d
         "add_taints": [],
         "remove_taints": [],
         "immutable": {},
+        "drift": {},
     }
     assert summary == {**empty, **expected}
+    assert plan_pool(spec, observed_pool(**observed)).changed is bool(set(expected) - {"drift"})
 
 
 def test_plan_pool_absent_creates() -> None:
@@ -242,6 +260,15 @@ def test_plan_pool_absent_creates() -> None:
     body = spec.create_body()
     assert body["tag"] == "metalplane.inference"
     assert body["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(("vpc_only", "sent"), [(None, False), (False, False), (True, True)])
+def test_pool_create_body_vpc_only(vpc_only: bool | None, sent: bool) -> None:
+    spec = pool_spec_from_params({"label": "gpu", "plan": GPU, "vpc_only": vpc_only})
+    assert spec.vpc_only is vpc_only
+    assert ("vpc_only" in spec.create_body()) is sent
+    if sent:
+        assert spec.create_body()["vpc_only"] is True
 
 
 def test_select_pools_generations_and_foreign() -> None:
@@ -265,6 +292,19 @@ def test_select_pools_generations_and_foreign() -> None:
 CLUSTER_PARAMS = {"label": "inf", "region": "ewr", "version": "1.36", "ha_controlplanes": True}
 
 
+SYSTEM_POOL: dict[str, Any] = {
+    "label": "system",
+    "plan": "vc2-6c-16gb",
+    "tag": CLUSTER_OWNER_TAG,
+    "node_quantity": 1,
+    "auto_scaler": True,
+    "min_nodes": 1,
+    "max_nodes": 2,
+    "labels": {"modelplane.ai/pool": "system"},
+    "taints": [],
+}
+
+
 def cluster(**overrides: Any) -> dict[str, Any]:
     obj = {
         "id": "c1",
@@ -274,19 +314,7 @@ def cluster(**overrides: Any) -> dict[str, Any]:
         "ha_controlplanes": True,
         "firewall_group_id": "",
         "vpcs": [{"id": "vpc-1"}],
-        "node_pools": [
-            {
-                "label": "system",
-                "plan": "vc2-6c-16gb",
-                "tag": CLUSTER_OWNER_TAG,
-                "node_quantity": 1,
-                "auto_scaler": True,
-                "min_nodes": 1,
-                "max_nodes": 2,
-                "labels": {"modelplane.ai/pool": "system"},
-                "taints": [],
-            }
-        ],
+        "node_pools": [dict(SYSTEM_POOL)],
     }
     obj.update(overrides)
     return obj
@@ -329,6 +357,10 @@ def test_cluster_input_errors(params: dict[str, Any], field: str) -> None:
         ({"system_pool": {"max_nodes": 3}}, {}, {"system_pool.max_nodes"}),
         ({"system_pool": {"taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}}, {}, {"system_pool.taints"}),
         ({}, {"node_pools": []}, {"system_pool"}),
+        # vpc_only (of the system pool) is create-only: reported under the cluster option's name
+        ({"vpc_id": "vpc-1", "vpc_only": True}, {"node_pools": [{**SYSTEM_POOL, "vpc_only": False}]}, {"vpc_only"}),
+        ({}, {"node_pools": [{**SYSTEM_POOL, "vpc_only": True}]}, {"vpc_only"}),
+        ({}, {"node_pools": [{**SYSTEM_POOL, "vpc_only": False}]}, set()),
     ],
 )
 def test_cluster_drift(params: dict[str, Any], observed: dict[str, Any], fields: set[str]) -> None:
@@ -348,6 +380,19 @@ def test_cluster_drift(params: dict[str, Any], observed: dict[str, Any], fields:
 def test_version_drift(version: str, observed: str, drift: bool) -> None:
     spec = cluster_spec_from_params({**CLUSTER_PARAMS, "version": version})
     assert version_drift(spec, observed) is drift
+
+
+@pytest.mark.parametrize(
+    ("pools", "expected"),
+    [
+        ([{**SYSTEM_POOL, "vpc_only": True}], True),
+        ([{**SYSTEM_POOL, "vpc_only": False}, {"label": "g", "tag": "metalplane.inference", "vpc_only": True}], False),
+        ([SYSTEM_POOL], None),  # the API did not report it
+        ([{"label": "default", "tag": "", "vpc_only": True}], None),  # no marker pool
+    ],
+)
+def test_is_vpc_only_reads_the_marker_pool(pools: list[dict[str, Any]], expected: bool | None) -> None:
+    assert is_vpc_only(cluster(node_pools=pools)) is expected
 
 
 def test_find_by_label_uses_the_marker() -> None:
