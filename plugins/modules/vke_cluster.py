@@ -15,7 +15,9 @@ description:
   - The system pool is create-only. Later differences (plan, autoscaler bounds, labels, taints) and
     differences in create-only cluster settings are reported in RV(drift) and never applied.
   - Optionally converges further node pools (O(node_pools)) against the pools embedded in the cluster
-    object, so a run with nothing to do costs one API request (two with O(kubeconfig_path)).
+    object, so a run with nothing to do costs one API request (two with O(kubeconfig_path)), whatever
+    O(version) says. Only O(allow_upgrade=true) with O(version=latest) adds one read of the available
+    upgrades.
   - Waits for the cluster, its pools and nodes to be C(active). Writes the kubeconfig to a 0600 file; the
     kubeconfig itself is never returned.
 version_added: 0.1.0
@@ -49,12 +51,19 @@ options:
     description:
       - Kubernetes version. An exact build such as V(v1.36.2+1), a prefix such as V(1.36), or V(latest),
         resolved through C(GET /kubernetes/versions) at creation.
-      - On an existing cluster a mismatch is reported as drift, or upgraded when O(allow_upgrade=true).
+      - On an existing cluster, an exact build or prefix that the running version does not satisfy is reported
+        in RV(drift) (no request), or upgraded when O(allow_upgrade=true).
+      - V(latest) on an existing cluster is compared only when O(allow_upgrade=true) (that costs one request);
+        otherwise it means "the newest version at creation" and is never reported as drift.
     type: str
     default: latest
   allow_upgrade:
     description:
       - Upgrade the cluster through the upgrades endpoint when its version does not satisfy O(version).
+      - The target (the exact build, the newest available upgrade matching the prefix, or for V(latest) the
+        newest available upgrade) must be listed by C(GET /kubernetes/clusters/{id}/available-upgrades);
+        otherwise the module fails on O(version), listing the available upgrades, before any upgrade request.
+      - VKE may offer only the next minor version; an upgrade across several minors takes several runs.
     type: bool
     default: false
   ha_controlplanes:
@@ -73,9 +82,11 @@ options:
     type: str
   vpc_only:
     description:
-      - Give the system pool's nodes no public interface (C(node_pools[].vpc_only) on create).
-      - VKE has failed cluster creation with HTTP 500 for this; the module then deletes anything that was
-        partially created and fails with an explanation. Requires O(vpc_id) (a VPC with a NAT gateway).
+      - Give the nodes no public interface (C(vpc_only) of the system pool on create, and the default of each
+        O(node_pools[].vpc_only)). Create-only; a difference is reported in RV(drift).
+      - VKE has failed cluster creation with HTTP 500 for this. The module then never sends the request again,
+        deletes (with its linked resources) any cluster that the failed create left behind, waits until it is
+        gone, and fails with an explanation. Requires O(vpc_id) (a VPC with a NAT gateway).
     type: bool
     default: false
   system_pool:
@@ -181,6 +192,11 @@ options:
         description: Ownership marker of the pool.
         type: str
         default: metalplane.inference
+      vpc_only:
+        description:
+          - Nodes without a public interface. Create-only (a difference is reported in RV(drift), never
+            applied). Default the cluster's O(vpc_only).
+        type: bool
       replace:
         description: Allow replacing the pool when its plan changes.
         type: bool
@@ -231,7 +247,9 @@ cluster:
   returned: always
   type: dict
 drift:
-  description: Create-only settings (and the version, unless upgraded) that differ from the request.
+  description:
+    - Create-only settings (and the version, unless upgraded) that differ from the request. Pools of
+      O(node_pools) report theirs as C(node_pools[<index>].<field>).
   returned: always
   type: list
   elements: dict

@@ -22,6 +22,8 @@ description:
     with a clear message unless O(replace=true). The module then creates the new pool (labelled
     C(<label>-<6 hex>) when the label is taken), waits until it is active, and deletes the old one.
   - Waits for the pool and all its nodes to be C(active).
+  - A plan that VKE refuses for node pools (it answers C(Invalid NodePool ID) to the create) fails on O(plan),
+    pointing at M(metalplane.inference.vultr_gpu_plan_info).
 version_added: 0.1.0
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
@@ -114,6 +116,16 @@ options:
         not carry O(tag).
     type: bool
     default: false
+  vpc_only:
+    description:
+      - Give the pool's nodes no public interface (the API's C(vpc_only), sent when the pool is created).
+      - Default the cluster's setting (the C(vpc_only) of its system pool), so a GPU pool added to a VPC-only
+        cluster is VPC-only too.
+      - Create-only. A difference on an existing pool is reported in RV(drift) and never applied (O(replace)
+        applies it only together with a plan change, which creates a new pool).
+      - VKE has failed VPC-only creates with HTTP 500. The module then never sends the request again, deletes
+        any pool the failed create left behind, and fails with an explanation.
+    type: bool
 """
 
 EXAMPLES = r"""
@@ -157,6 +169,12 @@ actions:
   returned: always
   type: list
   elements: str
+drift:
+  description: Create-only settings of the pool (C(vpc_only)) that differ from the request; never applied.
+  returned: when O(state=present)
+  type: list
+  elements: dict
+  sample: [{"field": "vpc_only", "observed": false, "desired": true}]
 skipped:
   description: Pools left alone because they are not ours (O(state=absent)).
   returned: when O(state=absent)
