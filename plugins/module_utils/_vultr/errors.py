@@ -101,9 +101,8 @@ def ineligible_plan_error(field: str, plan: str, region: str | None, exc: BaseEx
         field,
         f"plan {plan!r} is not accepted by VKE for node pools: the create was refused with 'Invalid NodePool ID' "
         "(VKE's answer for an ineligible plan; availability in a region is necessary but not sufficient). "
-        f"List the GPU plans with metalplane.inference.vultr_gpu_plan_info{where} and choose one that VKE "
-        "node pools accept (whole-GPU plans such as vcg-l40s-16c-180g-48vram or vcg-a16-6c-64g-16vram are; "
-        "fractional vGPU slices have been refused).",
+        f"Choose another plan: metalplane.inference.vultr_gpu_plan_info{where} lists the GPU plans sold there; "
+        "VKE node pools accept only some of them and have refused fractional vGPU slices (plans[].fractional).",
         details={"plan": plan, "api_error": getattr(exc, "msg", str(exc))},
     )
 
