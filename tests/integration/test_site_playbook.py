@@ -24,6 +24,7 @@ import yaml
 from lab.kube import KubeEmulator
 from lab.modelplane import ModelplaneEmulator
 from lab.vultr import VultrEmulator
+from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"
@@ -46,7 +47,9 @@ class ControlPlaneWrites:
 def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
     with (
         ModelplaneEmulator(delay_scale=0.0) as mp,
-        VultrEmulator(delay_scale=0.0, api_key=API_KEY, twin=True, validator_ready_after=0) as vultr,
+        VultrEmulator(
+            delay_scale=0.0, api_key=API_KEY, contract=contract_or_skip(), twin=True, validator_ready_after=0
+        ) as vultr,
     ):
         writes = ControlPlaneWrites()
         mp.api.server_api.on_write.append(writes)
@@ -61,6 +64,7 @@ def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
         }
         (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
         yield {"vultr": vultr, "writes": writes, "state": state, "tmp": ansible_tmp}
+    assert_no_violations(vultr)
 
 
 def run_site(playbook: Callable[..., Any], lab: dict[str, Any], **extra_vars: Any) -> Any:

@@ -31,6 +31,7 @@ from lab.modelplane_crds import KINDS
 from lab.reference import SKIP_PREFIX, reference_path, require
 from lab.vke_twin import workload_for
 from lab.vultr import VultrEmulator
+from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 EXAMPLES = reference_path("modelplane", "examples")
 MP = "modelplane.ai/v1alpha1"
@@ -149,7 +150,7 @@ def test_adoption_sets_conditions_and_publishes_slices(
     ics = dyn.resources.get(api_version=MP, kind="InferenceCluster")
     classes = dyn.resources.get(api_version=MP, kind="InferenceClass")
     core = client.CoreV1Api(dyn.client)
-    with VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr:
+    with VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0, contract=contract_or_skip()) as vultr:
         pool = {
             "node_quantity": 2,
             "label": "gpu",
@@ -234,6 +235,7 @@ def test_adoption_sets_conditions_and_publishes_slices(
         eventually(gone)
         assert workload.list("resource.k8s.io/v1", "ResourceSlice") == []
     classes.delete(name="l40s-1x")
+    assert_no_violations(vultr)
 
 
 def test_labctl_entry_writes_the_kubeconfig(tmp_path: Path) -> None:
@@ -250,7 +252,7 @@ def test_fractional_gpu_slice_reports_the_plan_vram(mp: ModelplaneEmulator, dyn:
     ics = dyn.resources.get(api_version=MP, kind="InferenceCluster")
     a40_class = {**L40S_CLASS, "metadata": {"name": "a40-16g"}}
     mp.api.create(a40_class)
-    with VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr:
+    with VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0, contract=contract_or_skip()) as vultr:
         pool = {
             "node_quantity": 1,
             "label": "a40",
@@ -278,6 +280,7 @@ def test_fractional_gpu_slice_reports_the_plan_vram(mp: ModelplaneEmulator, dyn:
         ics.delete(name="frac")
         eventually(lambda: mp.api.get(MP, "InferenceCluster", "frac") is None)
     mp.api.delete(MP, "InferenceClass", "a40-16g")
+    assert_no_violations(vultr)
 
 
 def _wait_port(port: int, timeout: float = 20.0) -> None:

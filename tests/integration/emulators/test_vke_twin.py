@@ -15,6 +15,7 @@ from kubernetes import client, config
 
 from lab.vke_twin import WORKLOADS, plan_gpus, workload_for
 from lab.vultr import VultrEmulator
+from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 AUTH = {"Authorization": "Bearer lab-vultr-api-key"}
 TIMEOUT = 10
@@ -40,9 +41,11 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 @pytest.fixture
 def emu() -> Iterator[VultrEmulator]:
     # delay_scale 0.02: cluster active after 0.6 s, nodes 0.4 s; the validator waits for validator_ready().
-    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=None) as emulator:
+    with VultrEmulator(
+        delay_scale=0.02, contract=contract_or_skip(), twin=True, validator_ready_after=None
+    ) as emulator:
         yield emulator
-    assert emulator.internal_errors == []
+    assert_no_violations(emulator)  # contract violations and internal errors
 
 
 def call(emu: VultrEmulator, method: str, path: str, body: Any = None) -> requests.Response:
@@ -156,13 +159,16 @@ def test_workload_cluster_follows_the_vke_cluster(emu: VultrEmulator, tmp_path: 
 
 
 def test_twin_is_off_by_default() -> None:
-    with VultrEmulator(delay_scale=0.0) as emulator:
+    with VultrEmulator(delay_scale=0.0, contract=contract_or_skip()) as emulator:
         assert emulator.twin is None
+    assert_no_violations(emulator)
 
 
 def test_validator_ready_after_the_delay(tmp_path: Path) -> None:
     """validator_ready_after (x delay_scale) counts from activation: never ready earlier (load only delays)."""
-    with VultrEmulator(delay_scale=0.02, twin=True, validator_ready_after=75) as emu:  # 1.5 s
+    with VultrEmulator(
+        delay_scale=0.02, contract=contract_or_skip(), twin=True, validator_ready_after=75
+    ) as emu:  # validator ready 1.5 s after activation
         started = time.monotonic()
         cluster_id = create_cluster(emu)
         _core, apps, _server = core_api_when_active(emu, cluster_id, tmp_path)
@@ -172,7 +178,7 @@ def test_validator_ready_after_the_delay(tmp_path: Path) -> None:
             )
         )
         assert time.monotonic() - started >= 0.6 + 1.5
-    assert emu.internal_errors == []
+    assert_no_violations(emu)  # contract violations and internal errors
 
 
 def core_api_when_active(

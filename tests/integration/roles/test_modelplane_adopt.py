@@ -24,6 +24,7 @@ import yaml
 from lab.modelplane import ModelplaneEmulator, gateway_address
 from lab.vke_twin import workload_for
 from lab.vultr import VultrEmulator
+from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 REPO = Path(__file__).resolve().parents[3]
 MP = "modelplane.ai/v1alpha1"
@@ -94,7 +95,7 @@ def twin_lab(
     fixtures delegate with ``yield from``, so pytest's teardown runs its cleanup)."""
     with (
         ModelplaneEmulator(delay_scale=0.0, backend_ready_after=0.0) as mp,
-        VultrEmulator(delay_scale=0.0, twin=True, validator_ready_after=0) as vultr,
+        VultrEmulator(delay_scale=0.0, contract=contract_or_skip(), twin=True, validator_ready_after=0) as vultr,
     ):
         writes = Writes()
         mp.api.server_api.on_write.append(writes)
@@ -115,6 +116,7 @@ def twin_lab(
             time.sleep(0.1)
         yield mp, workload, path, writes
         assert mp.errors == []
+    assert_no_violations(vultr)
 
 
 @pytest.fixture
