@@ -64,7 +64,7 @@ EMULATORS: tuple[Emulator, ...] = (
             "api_key": "lab-vultr-api-key",
         },
         # Issue 6: each VKE cluster gets a workload Kubernetes API (lab.vke_twin).
-        extra_args=lambda _state_dir: ["--workload-clusters"],
+        extra_args=lambda state_dir: ["--workload-clusters", "--state-dir", str(state_dir / "vultr")],
     ),
     # Kubernetes API emulator (HTTPS + token): clients use the kubeconfig it writes (the token lives
     # only there); seeded like a small VKE L40S cluster (2 GPU nodes with DRA ResourceSlices).

@@ -23,6 +23,7 @@ import re
 import threading
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lab.kube import KubeEmulator
@@ -92,8 +93,11 @@ def workload_for(server_url: str) -> KubeEmulator | None:
 class VkeTwin:
     """Starts, feeds and stops one workload KubeEmulator per active VKE cluster of ``emu``."""
 
-    def __init__(self, emu: VultrEmulator, *, validator_ready_after: float | None = 60.0) -> None:
+    def __init__(
+        self, emu: VultrEmulator, *, validator_ready_after: float | None = 60.0, state_dir: Path | None = None
+    ) -> None:
         self.emu = emu
+        self.state_dir = state_dir  # None: each workload API keeps its files in a temporary directory
         self.delay_scale = emu.state.delay_scale
         self.validator_ready_after = validator_ready_after
         self.workloads: dict[str, KubeEmulator] = {}  # cluster id -> API
@@ -151,7 +155,9 @@ class VkeTwin:
             self._user_deleted(cluster)
 
     def _start_workload(self, cluster: Obj) -> KubeEmulator:
-        api = KubeEmulator(self.delay_scale, token=f"lab-vke-token-{cluster['id']}", name=f"vke-{cluster['id'][:8]}")
+        name = f"vke-{cluster['id'][:8]}"
+        state_dir = self.state_dir / name if self.state_dir is not None else None
+        api = KubeEmulator(self.delay_scale, token=f"lab-vke-token-{cluster['id']}", name=name, state_dir=state_dir)
         api.start()
         api.gpu.install_operator_validator(ready_after=self.validator_ready_after)
         self.workloads[cluster["id"]] = api

@@ -198,6 +198,7 @@ class VultrEmulator:
         on_cluster_deleted: ClusterHook | None = None,
         twin: bool = False,
         validator_ready_after: float | None = 60.0,
+        workload_state_dir: Path | None = None,
     ) -> None:
         self.api_key = api_key
         self.state = VkeState(
@@ -236,7 +237,7 @@ class VultrEmulator:
         if twin:
             from lab.vke_twin import VkeTwin
 
-            self.twin = VkeTwin(self, validator_ready_after=validator_ready_after)
+            self.twin = VkeTwin(self, validator_ready_after=validator_ready_after, state_dir=workload_state_dir)
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -726,6 +727,8 @@ def main(argv: list[str] | None = None) -> int:
         vpc_only_partial=args.vpc_only_partial,
         twin=args.workload_clusters,
         validator_ready_after=args.validator_ready_after,
+        # The workload APIs' kubeconfigs and TLS keys live with the rest of the lab state, not in /tmp.
+        workload_state_dir=args.state_dir / "workloads" if args.state_dir is not None else None,
     )
     emu.start(host=args.host, port=args.port)
     state_dir: Path | None = args.state_dir

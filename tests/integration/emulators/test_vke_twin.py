@@ -188,3 +188,18 @@ def core_api_when_active(
         lambda: call(emu, "GET", f"/kubernetes/clusters/{cluster_id}").json()["vke_cluster"]["status"] == "active"
     )
     return core_api(emu, cluster_id, tmp_path)
+
+
+def test_workload_kubeconfigs_live_in_the_given_state_dir(tmp_path: Path) -> None:
+    """labctl passes its state directory, so no lab kubeconfig or key lands in /tmp (issue 6)."""
+    state = tmp_path / "workloads"
+    with VultrEmulator(
+        delay_scale=0.02, contract=contract_or_skip(), twin=True, validator_ready_after=None, workload_state_dir=state
+    ) as emulator:
+        cluster_id = create_cluster(emulator)
+        eventually(lambda: cluster_id in emulator.twin.workloads)
+        api = emulator.twin.workloads[cluster_id]
+        assert api.kubeconfig_path.is_file()
+        assert api.kubeconfig_path.is_relative_to(state)
+        assert "kubeconfig" in api.kubeconfig_path.name
+    assert_no_violations(emulator)
