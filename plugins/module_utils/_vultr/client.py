@@ -35,6 +35,13 @@ VULTR_IMPORT_ERROR: str | None
 try:
     import requests
     from requests.adapters import HTTPAdapter
+    from urllib3.exceptions import (
+        ConnectTimeoutError,
+        NewConnectionError,
+        ProtocolError,
+        ReadTimeoutError,
+        SSLError,
+    )
     from urllib3.util.retry import Retry
     from vultr import Vultr, VultrException
 
@@ -43,6 +50,10 @@ except ImportError:  # pragma: no cover - exercised by the sanity import test
     VULTR_IMPORT_ERROR = traceback.format_exc()
     Vultr = object  # type: ignore[assignment,misc]
     Retry = object  # type: ignore[assignment,misc]
+    # Never raised without urllib3: the classification below then finds no known cause.
+    ConnectTimeoutError = NewConnectionError = ProtocolError = ReadTimeoutError = SSLError = type(  # type: ignore[misc]
+        "_Absent", (Exception,), {}
+    )
 
 T = TypeVar("T")
 
@@ -176,14 +187,12 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         path = self._path(url)
         self.counter.calls += 1
         self.counter.by_method[verb] = self.counter.by_method.get(verb, 0) + 1
+        retries_before = self.counter.retries
         try:
             response = self._session.request(verb, url, params=params, json=data, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise TransportError(
-                f"Vultr {verb} {path}: no response ({type(exc).__name__}); the API may be unreachable",
-                method=verb,
-                url=path,
-            ) from None
+            attempts = 1 + self.counter.retries - retries_before
+            raise transport_error(verb, path, exc, timeout=self.timeout, attempts=attempts) from None
         if not response.ok:
             error = VultrException(response)
             raise map_error(error.status, error.error, method=verb, path=path, retry_after=_retry_after(response))
@@ -271,6 +280,80 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
             return min(max(requested, 0.0), RETRY_AFTER_MAX)
         backoff = min(self.retry_max_delay, BACKOFF_FACTOR * (2**attempt))
         return backoff + random.random() * BACKOFF_JITTER
+
+
+# What went wrong on the wire, as told to the user (see ``transport_failure``).
+READ_TIMEOUT = "read timeout"  # connected, but no answer within api_timeout
+CONNECT_TIMEOUT = "connect timeout"  # no TCP/TLS connection within api_timeout
+CONNECTION_FAILED = "connection failed"  # refused, no route, name not resolved
+CONNECTION_LOST = "connection lost"  # closed or reset before the answer (a lost response)
+TLS_FAILED = "TLS error"  # handshake or certificate verification failed
+NO_RESPONSE = "no response"  # anything else requests raised
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps, outermost first.
+
+    requests hides urllib3's error: a read timeout that outlasted the retries arrives as
+    ``requests.ConnectionError(MaxRetryError(reason=ReadTimeoutError))``, the cause sitting in
+    ``args`` and ``reason``, not always in ``__cause__``.
+    """
+    found: list[BaseException] = []
+    pending: list[Any] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if not isinstance(current, BaseException) or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        pending += [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
+    return found
+
+
+def transport_failure(exc: BaseException) -> str:
+    """Classify an exception of the transport (requests/urllib3/socket) by its outermost known cause."""
+    causes = _causes(exc)
+    # Per cause, most specific first. NewConnectionError subclasses ConnectTimeoutError (urllib3), so it is
+    # looked for before it; requests' own timeouts are the outer types when no urllib3 cause is kept.
+    checks: tuple[tuple[Any, str], ...] = (
+        (NewConnectionError, CONNECTION_FAILED),
+        (ReadTimeoutError, READ_TIMEOUT),
+        (ConnectTimeoutError, CONNECT_TIMEOUT),
+        (requests.exceptions.ReadTimeout, READ_TIMEOUT),
+        (requests.exceptions.ConnectTimeout, CONNECT_TIMEOUT),
+        ((SSLError, requests.exceptions.SSLError), TLS_FAILED),
+        ((ProtocolError, ConnectionResetError, ConnectionAbortedError), CONNECTION_LOST),
+        (ConnectionRefusedError, CONNECTION_FAILED),
+        (TimeoutError, READ_TIMEOUT),  # socket.timeout: a bare timeout is met while reading
+    )
+    for cause in causes:  # the outermost known cause wins: it is what finally happened
+        for types, kind in checks:
+            if isinstance(cause, types):
+                return kind
+    return NO_RESPONSE
+
+
+def transport_error(verb: str, path: str, exc: BaseException, *, timeout: float, attempts: int) -> TransportError:
+    """The error for a request that got no HTTP answer, saying what happened (never the API key)."""
+    kind = transport_failure(exc)
+    tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+    if kind == READ_TIMEOUT:
+        msg = (
+            f"Vultr {verb} {path}: timed out after {timeout:g} s ({kind}: no answer within api_timeout) on {tries}; "
+            "the API is slow or overloaded: retry later or raise api_timeout"
+        )
+    elif kind == CONNECT_TIMEOUT:
+        msg = (
+            f"Vultr {verb} {path}: timed out after {timeout:g} s ({kind}: no connection within api_timeout) on "
+            f"{tries}; the API may be unreachable: check api_endpoint and the network"
+        )
+    else:
+        msg = (
+            f"Vultr {verb} {path}: no response ({kind}, {type(exc).__name__}) on {tries}; "
+            "the API may be unreachable: check api_endpoint and the network"
+        )
+    return TransportError(
+        msg, method=verb, url=path, details={"transport": kind, "timeout": timeout, "attempts": attempts}
+    )
 
 
 def _retry_after(response: Any) -> float | None:

@@ -177,12 +177,6 @@ def test_latency_longer_than_api_timeout_is_retried_then_fails_naming_the_endpoi
     assert len(matching(emu.requests[mark:], "GET", CLUSTERS)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="client.py (_req) reports a read timeout that outlasted the retries as 'no response (ConnectionError); "
-    "the API may be unreachable': requests wraps urllib3's MaxRetryError(ReadTimeoutError) in a ConnectionError, "
-    "so the message never says it timed out after api_timeout seconds (audit issue 3, owner of client.py)",
-)
 def test_a_request_that_times_out_says_so(vplay: Any, emu: VultrEmulator) -> None:
     emu.inject("latency", method="GET", path=r"/kubernetes/clusters$", count=2, latency=2.5)
     run = vplay([failing(INFO_WITH_SHORT_TIMEOUT)])
@@ -192,6 +186,8 @@ def test_a_request_that_times_out_says_so(vplay: Any, emu: VultrEmulator) -> Non
     assert "GET /kubernetes/clusters" in result["msg"], result["msg"]
     assert re.search(r"timed out|timeout", result["msg"], re.IGNORECASE), result["msg"]
     assert "api_timeout" in result["msg"], result["msg"]
+    assert "timed out after 1 s (read timeout" in result["msg"], result["msg"]
+    assert "on 2 attempts" in result["msg"], result["msg"]  # api_retries: 1
 
 
 # ---- (c) state: absent and the ownership marker -------------------------------------------------------
