@@ -41,14 +41,29 @@ def test_ready_at_once_costs_one_list_and_no_watch() -> None:
     assert feed.count("watch") <= 1
 
 
+class FrozenClock:
+    """A monotonic clock that never moves and counts its reads: a deadline read from it never passes."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return 1000.0
+
+
 def test_ready_after_an_event_without_polling() -> None:
     events = [0.05, event("MODIFIED", obj("a", namespace="ns", ready="True"))]
     feed = FakeFeed({"objects": [{"items": [obj("a", namespace="ns", ready="False")], "events": events}]})
-    outcome = follow(feed, [SPEC], check, timeout=5, backoff=FAST)
+    clock = FrozenClock()
+    outcome = follow(feed, [SPEC], check, timeout=5, backoff=FAST, clock=clock)
+    # The clock never moves, so the deadline never passes: the only way this wait ends ready is the
+    # watch event (a wait that ran out would have ended with the listed, not-ready state).
     assert outcome.ready is True
+    assert outcome.elapsed == 0.0
+    assert clock.reads > 0  # the deadline really was read from the injected clock
     assert feed.count("list") == 1
     assert feed.count("watch") == 1
-    assert outcome.elapsed < 4  # noticed on the event, not at the deadline
 
 
 def test_timeout_returns_last_state_and_watches_once() -> None:
