@@ -175,11 +175,15 @@ drift:
   type: list
   elements: dict
   sample: [{"field": "vpc_only", "observed": false, "desired": true}]
-skipped:
-  description: Pools left alone because they are not ours (O(state=absent)).
+skipped_pools:
+  description:
+    - What O(state=absent) left alone and why - pools that are not ours (O(force=true) deletes them), or
+      C(cluster not found).
+    - Named so because C(skipped) is a result key Ansible reserves.
   returned: when O(state=absent)
   type: list
   elements: str
+  sample: ["pool system (tag 'someone-else') is not ours; left alone"]
 api_requests:
   description: API requests made by this task.
   returned: always

@@ -255,16 +255,17 @@ def remove_pools(client: VultrClient, cluster: dict[str, Any], spec: PoolSpec, o
     """``state: absent``: delete our generations of this pool; a foreign one only with ``force``."""
     current, stale, foreign = select_pools(spec, cluster.get("node_pools") or [])
     targets = [p for p in [current, *stale] if p is not None]
-    skipped: list[str] = []
+    # Not "skipped": Ansible reserves that result key (a list there is warned about and read as a bool).
+    skipped_pools: list[str] = []
     if foreign is not None:
         if opts.force:
             targets.append(foreign)
         else:
-            skipped.append(f"pool {foreign.get('label')} (tag {foreign.get('tag')!r}) is not ours; left alone")
+            skipped_pools.append(f"pool {foreign.get('label')} (tag {foreign.get('tag')!r}) is not ours; left alone")
     result: dict[str, Any] = {
         "changed": bool(targets),
         "actions": [f"delete pool {p.get('label')}" for p in targets],
-        "skipped": skipped,
+        "skipped_pools": skipped_pools,
         "diff": {"before": pool_view(targets[0]) if targets else {}, "after": {}},
     }
     if opts.check_mode:

@@ -56,7 +56,7 @@ def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
     )
     if params["state"] == "absent":
         if cluster is None:
-            result: dict[str, Any] = {"changed": False, "actions": [], "skipped": ["cluster not found"]}
+            result: dict[str, Any] = {"changed": False, "actions": [], "skipped_pools": ["cluster not found"]}
         else:
             result = remove_pools(client, cluster, spec, opts)
     else:
