@@ -291,5 +291,8 @@ def test_gpu_plan_info(vplay: Any, emu: VultrEmulator, tmp_path: Path) -> None:
     assert one["missing"] == ["vcg-nope"]
     assert one["plans"][0]["available"] is False
     assert run.task("kubeconfig")["changed"] is True
-    config = base64.b64decode(base64.b64encode((tmp_path / "k").read_bytes()))
-    assert config.startswith(b"apiVersion")
+    # The file holds exactly the kubeconfig the API serves (base64 in kube_config), decoded.
+    cluster_id = only_cluster(emu)["id"]
+    served = base64.b64decode(emu.state.kube_config(cluster_id, emu.kubeconfig_factory), validate=True)
+    assert (tmp_path / "k").read_bytes() == served
+    assert f"token: lab-vke-token-{cluster_id}".encode() in served  # this cluster's, not some other text
