@@ -1,7 +1,11 @@
-"""Fixtures for the Vultr modules' integration tests: an in-process VKE emulator per test.
+"""Fixtures for the Vultr modules' integration tests: in-process VKE emulators, made by one factory.
 
 Every exchange is validated against the overlay spec (``lab.vultr_contract``); a violation fails the
 test after it ran. Tests talk to the emulator through real ansible-playbook runs.
+
+``make_emu(delay_scale=..., seed=..., **options)`` starts an emulator with the lab API key and the
+contract check (any other ``VultrEmulator`` option may be given); every emulator it made is stopped
+and checked for contract violations when the test ends. ``emu`` is the default one (instant, seed 7).
 """
 
 from __future__ import annotations
@@ -15,17 +19,32 @@ from lab.vultr import VultrEmulator
 from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 API_KEY = "lab-vultr-api-key"
+DEFAULT_SEED = 7  # ids and probabilistic faults are reproducible per seed
+
+EmulatorFactory = Callable[..., VultrEmulator]
 
 
 @pytest.fixture
-def emu() -> Iterator[VultrEmulator]:
-    emulator = VultrEmulator(delay_scale=0.0, api_key=API_KEY, contract=contract_or_skip(), seed=7)
-    emulator.start()
-    try:
-        yield emulator
-    finally:
+def make_emu() -> Iterator[EmulatorFactory]:
+    made: list[VultrEmulator] = []
+
+    def make(delay_scale: float = 0.0, seed: int = DEFAULT_SEED, **options: Any) -> VultrEmulator:
+        options.setdefault("api_key", API_KEY)
+        options.setdefault("contract", contract_or_skip())
+        emulator = VultrEmulator(delay_scale=delay_scale, seed=seed, **options)
+        made.append(emulator)
+        return emulator.start()
+
+    yield make
+    for emulator in made:
         emulator.stop()
-    assert_no_violations(emulator)
+    for emulator in made:
+        assert_no_violations(emulator)
+
+
+@pytest.fixture
+def emu(make_emu: EmulatorFactory) -> VultrEmulator:
+    return make_emu()
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ import json
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lab.vultr import VultrEmulator
-from lab.vultr_contract import Exchange, assert_no_violations, contract_or_skip
+from lab.vultr_contract import Exchange
 
 API_KEY = "lab-vultr-api-key"  # conftest.API_KEY
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
@@ -258,15 +258,9 @@ def test_cluster_info_kubeconfig_is_private_and_not_in_the_result(
 
 
 @pytest.fixture
-def slow_emu() -> Iterator[VultrEmulator]:
+def slow_emu(make_emu: Callable[..., VultrEmulator]) -> VultrEmulator:
     """Nodes take 1 s (delay_scale 0.05), so a replacement pool is pending for a while."""
-    emulator = VultrEmulator(delay_scale=0.05, api_key=API_KEY, contract=contract_or_skip(), seed=11)
-    emulator.start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
-    assert_no_violations(emulator)
+    return make_emu(delay_scale=0.05, seed=11)
 
 
 def test_replace_creates_and_waits_for_the_new_pool_before_deleting_the_old(
@@ -361,43 +355,40 @@ FAULT_PROBABILITY = 0.11  # each of 429, 500, 503, tried in turn: 1 - 0.89**3 = 
 
 @pytest.mark.parametrize("seed", FAULT_SEEDS)
 def test_lifecycle_converges_under_faults_without_duplicates(
-    playbook: Callable[..., Any], ansible_tmp: Path, seed: int
+    playbook: Callable[..., Any], make_emu: Callable[..., VultrEmulator], ansible_tmp: Path, seed: int
 ) -> None:
     labels = {"modelplane.ai/pool": "gpu", "modelplane.ai/gpu": "l40s", "team": "research"}
     taints = [{"key": "dedicated", "value": "inference", "effect": "NoExecute"}]
-    with VultrEmulator(delay_scale=0.0, api_key=API_KEY, contract=contract_or_skip(), seed=seed) as emu:
-        for fault in ("429", "500", "503"):
-            emu.inject(fault, probability=FAULT_PROBABILITY, retry_after=0)
-        env = {"VULTR_API_KEY": API_KEY, "VULTR_API_ENDPOINT": emu.endpoint, "TMPDIR": str(ansible_tmp)}
-        run = playbook(
-            [
-                cluster_task("cluster"),
-                pool_task("pool", label="gpu", plan=GPU_PLAN, node_quantity=2),
-                pool_task(
-                    "labels and taints", label="gpu", plan=GPU_PLAN, node_quantity=2, labels=labels, taints=taints
-                ),
-                pool_task("second pool", label="gpu2", plan=GPU_PLAN_2),
-                pool_task("pool absent", label="gpu2", state="absent"),
-            ],
-            env=env,
-        )
-        assert run.rc == 0, f"seed {seed}: {run.stdout[-3000:]}"
-        cluster = only_cluster(emu)
-        pools = {p["label"]: p for p in cluster["node_pools"]}
-        assert sorted(pools) == ["gpu", "system"], f"seed {seed}"
-        assert pools["gpu"]["labels"] == labels
-        assert pools["gpu"]["taints"] == taints
-        assert pools["gpu"]["node_quantity"] == 2
-        run = playbook([cluster_task("delete", state="absent")], env=env)
-        assert run.rc == 0, f"seed {seed}: {run.stdout[-3000:]}"
-        assert emu.clusters == {}
-        log = emu.requests
-        faulted = sum(1 for e in log if e["fault"] is not None)
-        assert faulted > 0.15 * len(log), (faulted, len(log))
-        # No duplicate: every object was created by exactly one POST that the API processed.
-        created = [e["path"] for e in log if e["method"] == "POST" and e["status"] == 201]
-        assert len([p for p in created if re.search(CLUSTERS, p)]) == 1, f"seed {seed}: {created}"
-        assert len([p for p in created if re.search(POOLS, p)]) == 2, f"seed {seed}: {created}"
-        assert len([p for p in created if p.endswith("/labels")]) == 1, f"seed {seed}: {created}"  # team
-        assert len([p for p in created if p.endswith("/taints")]) == 1, f"seed {seed}: {created}"  # dedicated
-    assert_no_violations(emu)
+    emu = make_emu(seed=seed)  # stopped and checked against the contract by the fixture
+    for fault in ("429", "500", "503"):
+        emu.inject(fault, probability=FAULT_PROBABILITY, retry_after=0)
+    env = {"VULTR_API_KEY": API_KEY, "VULTR_API_ENDPOINT": emu.endpoint, "TMPDIR": str(ansible_tmp)}
+    run = playbook(
+        [
+            cluster_task("cluster"),
+            pool_task("pool", label="gpu", plan=GPU_PLAN, node_quantity=2),
+            pool_task("labels and taints", label="gpu", plan=GPU_PLAN, node_quantity=2, labels=labels, taints=taints),
+            pool_task("second pool", label="gpu2", plan=GPU_PLAN_2),
+            pool_task("pool absent", label="gpu2", state="absent"),
+        ],
+        env=env,
+    )
+    assert run.rc == 0, f"seed {seed}: {run.stdout[-3000:]}"
+    cluster = only_cluster(emu)
+    pools = {p["label"]: p for p in cluster["node_pools"]}
+    assert sorted(pools) == ["gpu", "system"], f"seed {seed}"
+    assert pools["gpu"]["labels"] == labels
+    assert pools["gpu"]["taints"] == taints
+    assert pools["gpu"]["node_quantity"] == 2
+    run = playbook([cluster_task("delete", state="absent")], env=env)
+    assert run.rc == 0, f"seed {seed}: {run.stdout[-3000:]}"
+    assert emu.clusters == {}
+    log = emu.requests
+    faulted = sum(1 for e in log if e["fault"] is not None)
+    assert faulted > 0.15 * len(log), (faulted, len(log))
+    # No duplicate: every object was created by exactly one POST that the API processed.
+    created = [e["path"] for e in log if e["method"] == "POST" and e["status"] == 201]
+    assert len([p for p in created if re.search(CLUSTERS, p)]) == 1, f"seed {seed}: {created}"
+    assert len([p for p in created if re.search(POOLS, p)]) == 2, f"seed {seed}: {created}"
+    assert len([p for p in created if p.endswith("/labels")]) == 1, f"seed {seed}: {created}"  # team
+    assert len([p for p in created if p.endswith("/taints")]) == 1, f"seed {seed}: {created}"  # dedicated
