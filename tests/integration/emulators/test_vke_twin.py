@@ -164,21 +164,56 @@ def test_twin_is_off_by_default() -> None:
     assert_no_violations(emulator)
 
 
+VALIDATOR = ("daemonsets", "gpu-operator", "nvidia-operator-validator")  # the workload API's hold key
+
+
 def test_validator_ready_after_the_delay(tmp_path: Path) -> None:
-    """validator_ready_after (x delay_scale) counts from activation: never ready earlier (load only delays)."""
-    with VultrEmulator(
-        delay_scale=0.02, contract=contract_or_skip(), twin=True, validator_ready_after=75
-    ) as emu:  # validator ready 1.5 s after activation
-        started = time.monotonic()
+    """validator_ready_after (x delay_scale) counts from activation: never ready earlier (load only delays).
+
+    Judged from the emulators' own state, never from the test's clock: the instant the cluster became
+    active (``VkeState``'s ``ready_at``) and the instant until which the workload API holds the
+    validator unready (its ``controllers.holds``), both on the emulators' monotonic clock; the
+    validator seen at activation; and every poll's reading of the DaemonSet next to whether the API
+    still held it at that moment.
+    """
+    delay_scale, ready_after = 0.02, 75  # the validator is held 1.5 s past activation
+    emu = VultrEmulator(
+        delay_scale=delay_scale, contract=contract_or_skip(), twin=True, validator_ready_after=ready_after
+    )
+    at_activation: dict[str, Any] = {}
+
+    def activated(cluster: dict[str, Any]) -> None:  # chained after the twin's own hook (workload API started)
+        api = emu.twin.workloads[cluster["id"]]
+        validator = api.get("apps/v1", "DaemonSet", VALIDATOR[2], VALIDATOR[1]) or {}
+        at_activation.update(
+            active_since=emu.state.clusters[cluster["id"]].ready_at,
+            held_until=api.controllers.holds.get(VALIDATOR),
+            number_ready=(validator.get("status") or {}).get("numberReady", 0),
+        )
+
+    emu.on_cluster_active = activated
+    polls: list[tuple[int, bool]] = []  # (numberReady read, held by the API right after that read)
+    with emu:
         cluster_id = create_cluster(emu)
         _core, apps, _server = core_api_when_active(emu, cluster_id, tmp_path)
-        eventually(
-            lambda: (
-                apps.read_namespaced_daemon_set("nvidia-operator-validator", "gpu-operator").status.number_ready == 2
-            )
-        )
-        assert time.monotonic() - started >= 0.6 + 1.5
+        api = emu.twin.workloads[cluster_id]
+
+        def validator_ready() -> bool:
+            ds = apps.read_namespaced_daemon_set(VALIDATOR[2], VALIDATOR[1])
+            obj = api.get("apps/v1", "DaemonSet", VALIDATOR[2], VALIDATOR[1])
+            polls.append((ds.status.number_ready or 0, api.controllers.held(*VALIDATOR, obj)))
+            return ds.status.number_ready == 2
+
+        eventually(validator_ready)
     assert_no_violations(emu)  # contract violations and internal errors
+
+    assert at_activation, "the cluster never became active"
+    # The hold starts at activation, not at the create: it ends validator_ready_after x delay_scale past it.
+    assert at_activation["held_until"] is not None, at_activation
+    assert at_activation["held_until"] - at_activation["active_since"] >= ready_after * delay_scale, at_activation
+    assert at_activation["number_ready"] == 0, at_activation
+    # Never ready while held: a read that saw ready pods was followed by a "not held" (the read comes first).
+    assert not [poll for poll in polls if poll[0] > 0 and poll[1]], polls
 
 
 def core_api_when_active(
