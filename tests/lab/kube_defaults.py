@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import itertools
+import json
 from typing import Any
 
 from lab import kube_structural as structural
@@ -125,6 +126,10 @@ def apply_defaults(rtype: ResourceType, obj: Obj, old: Obj | None) -> None:
     elif kind == "StorageClass":
         obj.setdefault("reclaimPolicy", "Delete")
         obj.setdefault("volumeBindingMode", "Immediate")
+        if old is None and obj.get("parameters") == {}:
+            # Go's map with `omitempty`: an empty map is not stored, so it does not come back either.
+            # (An update that sends {} over no parameters is still a change; see _storage_class_errors.)
+            del obj["parameters"]
     elif kind == "CustomResourceDefinition" and spec is not None:
         for version in spec.get("versions") or []:
             if isinstance(version, dict):
@@ -153,8 +158,36 @@ def _selector_matches(selector: Obj, labels: dict[str, str]) -> bool:
     return True
 
 
+# StorageClass fields an update may not change, in the order kube-apiserver's
+# ValidateStorageClassUpdate reports them (pkg/apis/storage/validation): three are Forbidden outright,
+# volumeBindingMode goes through ValidateImmutableField. Checked against kube-apiserver v1.20.2 (the
+# k8s-real lane) by tests/integration/kube_conformance/test_kubeconf_storageclass.py.
+STORAGE_CLASS_FORBIDDEN_UPDATES = ("parameters", "provisioner", "reclaimPolicy")
+
+
+def _storage_class_errors(obj: Obj, old: Obj) -> list[dict[str, str]]:
+    causes = [
+        {"reason": "FieldValueForbidden", "field": name, "message": f"Forbidden: updates to {name} are forbidden."}
+        # reflect.DeepEqual on the decoded objects: a missing map and an empty one differ.
+        for name in STORAGE_CLASS_FORBIDDEN_UPDATES
+        if obj.get(name) != old.get(name)
+    ]
+    mode = obj.get("volumeBindingMode")
+    if mode != old.get("volumeBindingMode"):
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "field": "volumeBindingMode",
+                "message": f"Invalid value: {json.dumps(mode)}: field is immutable",
+            }
+        )
+    return causes
+
+
 def semantic_errors(rtype: ResourceType, obj: Obj, old: Obj | None) -> list[dict[str, str]]:
     causes: list[dict[str, str]] = []
+    if rtype.kind == "StorageClass" and rtype.group == "storage.k8s.io" and old is not None:
+        causes += _storage_class_errors(obj, old)
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     if rtype.kind in ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet") and spec:
         selector = spec.get("selector") or {}
