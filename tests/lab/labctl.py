@@ -2,14 +2,21 @@
 
     python tests/lab/labctl.py up [--delay-scale F]    start what is not running (restart what runs with
                                                        another delay scale), write endpoints.yml
-    python tests/lab/labctl.py status                  what runs, where, and whether it answers
-    python tests/lab/labctl.py down                    stop only what labctl started, clean state
+    python tests/lab/labctl.py status                  what runs, where, whether it answers, and the
+                                                       contract checks of those that check one
+    python tests/lab/labctl.py down                    stop only what labctl started, clean state; exits
+                                                       1 if an emulator recorded a contract violation
 
 Why a supervisor of its own: the playbooks, molecule and ``make demo`` need the emulators as real
 processes on real ports, and a developer's machine must never be left with stray servers. Every
 process is recorded (PID plus its kernel start time) the moment it is spawned, so ``down`` after a
 crash of labctl or of an emulator still finds and stops exactly what labctl started, and never a
 process that merely reused a PID.
+
+Emulators that check their platform's API contract (the Vultr one, with the overlay spec: see
+``lab.registry``) keep a report in the state directory; ``down`` prints it and fails on a violation,
+so ``make demo`` and molecule's destroy cannot pass over an emulator that served what the real API
+would not.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +40,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; s
 import yaml
 
 from lab.common import LOOPBACK, free_port
-from lab.registry import EMULATORS, Emulator
+from lab.registry import CONTRACT_PATH, EMULATORS, Emulator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / "inventories" / "lab" / ".state"
@@ -42,6 +51,8 @@ ENDPOINTS_FILE = "endpoints.yml"
 READY_TIMEOUT = 30.0  # seconds an emulator gets to accept connections and write its files
 STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL
 PRIVATE_MODE = 0o600  # endpoints.yml carries (lab) credentials
+CONTROL_TIMEOUT = 5.0  # seconds for a running emulator to answer GET /lab/contract
+SHOWN_VIOLATIONS = 20  # violations printed by down per emulator (the report file has them all)
 
 
 @dataclass
@@ -90,6 +101,7 @@ class Lab:
         self.log_dir = state_dir / "logs"
         self.processes_file = state_dir / PROCESSES_FILE
         self.endpoints_file = state_dir / ENDPOINTS_FILE
+        self.restart_contracts: dict[str, dict[str, Any]] = {}  # set by up()
 
     # -- records -------------------------------------------------------------------------------
     def recorded(self) -> dict[str, Running]:
@@ -117,6 +129,8 @@ class Lab:
         restarted = [name for name, r in running.items() if r.delay_scale != delay_scale]
         for name in restarted:
             _terminate(running.pop(name))
+        # What a restarted emulator checked is reported before its next start replaces the report.
+        self.restart_contracts = self.contract_reports(restarted)
         if restarted:
             self._record(running)
         for emulator in EMULATORS:
@@ -139,6 +153,9 @@ class Lab:
         # one look ready before it has written its own.
         for path in emulator.ready_files(self.state_dir):
             path.unlink(missing_ok=True)
+        # Nor a previous contract report speak for it (it writes its own before it listens).
+        if emulator.contract_report is not None:
+            emulator.contract_report(self.state_dir).unlink(missing_ok=True)
         port = free_port()
         cmd = [
             sys.executable,
@@ -198,16 +215,48 @@ class Lab:
         os.chmod(self.endpoints_file, PRIVATE_MODE)
 
     # -- down ----------------------------------------------------------------------------------
-    def down(self) -> list[str]:
-        """Stop every recorded process that is still ours; return the names that were stopped."""
+    def down(self) -> tuple[list[str], dict[str, dict[str, Any]]]:
+        """Stop every recorded process that is still ours.
+
+        Return the names that were stopped and the final contract report of each recorded emulator
+        that checked one (read after it stopped, so its last exchanges are counted).
+        """
         stopped = []
-        for running in self.recorded().values():
+        recorded = self.recorded()
+        for running in recorded.values():
             if running.alive:
                 _terminate(running)
                 stopped.append(running.name)
+        contracts = self.contract_reports(list(recorded))
         self.processes_file.unlink(missing_ok=True)
         self.endpoints_file.unlink(missing_ok=True)
-        return stopped
+        return stopped, contracts
+
+    # -- contract reports ----------------------------------------------------------------------
+    def contract_reports(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        """The contract report file of each named emulator that wrote one (it checks a contract)."""
+        reports = {}
+        for emulator in EMULATORS:
+            if emulator.name not in names or emulator.contract_report is None:
+                continue
+            report = _read_report(emulator.contract_report(self.state_dir))
+            if report is not None:
+                reports[emulator.name] = report
+        return reports
+
+    def live_contract(self, emulator: Emulator, running: Running | None) -> dict[str, Any] | None:
+        """A running emulator's contract report: asked over ``/lab/contract``, else read from its file."""
+        if emulator.contract_report is None:
+            return None
+        if running is not None and running.alive:
+            url = f"http://{LOOPBACK}:{running.port}{CONTRACT_PATH}"
+            try:
+                with urllib.request.urlopen(url, timeout=CONTROL_TIMEOUT) as answer:
+                    report = json.loads(answer.read())
+                return report if report.get("enabled") else None
+            except (OSError, ValueError):  # not answering (yet): the file is the next best thing
+                pass
+        return _read_report(emulator.contract_report(self.state_dir))
 
     # -- status --------------------------------------------------------------------------------
     def status(self) -> list[dict[str, Any]]:
@@ -221,9 +270,47 @@ class Lab:
                     "pid": running.pid if running else None,
                     "port": running.port if running else None,
                     "state": _state(running),
+                    "contract": self.live_contract(emulator, running) if running else None,
                 }
             )
         return rows
+
+
+def _read_report(path: Path) -> dict[str, Any] | None:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def contract_line(name: str, report: dict[str, Any]) -> str:
+    """``vultr: contract: 42 exchanges checked, 0 violations``."""
+    count = len(report.get("violations") or [])
+    return (
+        f"{name}: contract: {report.get('checked', 0)} exchanges checked, {count} violation{'' if count == 1 else 's'}"
+    )
+
+
+def report_contracts(reports: dict[str, dict[str, Any]], state_dir: Path, when: str) -> int:
+    """Print each report (violations on stderr); return the number of violations."""
+    total = 0
+    for name, report in reports.items():
+        violations = report.get("violations") or []
+        total += len(violations)
+        print(contract_line(name, report))
+        for finding in violations[:SHOWN_VIOLATIONS]:
+            reason = " ".join(str(finding.get("reason")).split())
+            print(f"  CONTRACT VIOLATION: {finding.get('method')} {finding.get('path')}: {reason}", file=sys.stderr)
+        if len(violations) > SHOWN_VIOLATIONS:
+            print(f"  ... and {len(violations) - SHOWN_VIOLATIONS} more", file=sys.stderr)
+    if total:
+        print(
+            f"labctl: {total} contract violation(s) recorded {when}: an emulator answered what the real API would "
+            f"not, or was sent what it would refuse (reports under {state_dir}, logs under {state_dir / 'logs'})",
+            file=sys.stderr,
+        )
+    return total
 
 
 def _state(running: Running | None) -> str:
@@ -277,17 +364,24 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if restarted:
             print(f"restarted with delay scale {args.delay_scale:g} (their state is reset): {', '.join(restarted)}")
+            report_contracts(lab.restart_contracts, lab.state_dir, "before the restart")
         for r in running.values():
             print(f"{r.name:<10} up    pid {r.pid:<8} 127.0.0.1:{r.port}")
         print(f"endpoints: {lab.endpoints_file}")
         return 0
     if args.command == "down":
-        stopped = lab.down()
+        stopped, contracts = lab.down()
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
-        return 0
+        return 1 if report_contracts(contracts, lab.state_dir, "while the lab ran") else 0
     for row in lab.status():
         where = f"127.0.0.1:{row['port']}" if row["port"] else "-"
-        print(f"{row['name']:<10} {row['state']:<26} pid {row['pid'] or '-':<8} {where}")
+        line = f"{row['name']:<10} {row['state']:<26} pid {row['pid'] or '-':<8} {where}"
+        if row["contract"] is not None:
+            count = len(row["contract"].get("violations") or [])
+            line += (
+                f"  contract: {row['contract'].get('checked', 0)} checked, {count} violation{'' if count == 1 else 's'}"
+            )
+        print(line)
     return 0
 
 

@@ -4,17 +4,27 @@ Each entry names a script ``tests/lab/<name>.py`` that follows the contract in `
 ``endpoint(host, port, state_dir)`` returns the entry written under ``emulators.<name>`` in
 ``inventories/lab/.state/endpoints.yml``: URLs, lab credentials and kubeconfig paths that the lab
 inventory reads. Lab credentials are fixed, well-known test values: the lab is loopback only.
+
+An emulator that checks its platform's contract (``contract_report``) writes the report there and
+answers ``GET /lab/contract``; ``labctl status`` shows it and ``labctl down`` fails on a violation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab.vultr_contract import CONTRACT_REPORT as VULTR_CONTRACT_REPORT
+from lab.vultr_contract import OVERLAY as VULTR_OVERLAY
+
 LAB_DIR = Path(__file__).resolve().parent
+# Where the vultr emulator keeps its files (its --state-dir below labctl's) and its contract report.
+VULTR_STATE = "vultr"
+CONTRACT_PATH = "/lab/contract"  # the control endpoint of an emulator that checks a contract
 
 EndpointFn = Callable[[str, int, Path], dict[str, Any]]
 ArgsFn = Callable[[Path], list[str]]
@@ -31,6 +41,9 @@ class Emulator:
     extra_args: ArgsFn = _no_args
     # Files the emulator writes once it is ready to serve (besides accepting TCP connections).
     ready_files: Callable[[Path], list[Path]] = field(default=lambda _state_dir: [])
+    # The contract report the emulator writes when it checks its platform's API contract (the file
+    # exists only then); labctl removes it before a start and reads it on status and down.
+    contract_report: Callable[[Path], Path] | None = None
 
     @property
     def script(self) -> Path:
@@ -48,6 +61,35 @@ def _artifacts_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]
     }
 
 
+_said: set[str] = set()
+
+
+def _say_once(key: str, message: str) -> None:
+    """A note on stderr the first time only (labctl may start an emulator several times)."""
+    if key not in _said:
+        _said.add(key)
+        print(f"labctl: {message}", file=sys.stderr)
+
+
+def vultr_contract_args(overlay: Path = VULTR_OVERLAY) -> list[str]:
+    """``--contract SPEC`` when the overlay spec exists (the reference tree was found); else nothing, said once."""
+    if overlay.is_file():
+        return ["--contract", str(overlay)]
+    _say_once(
+        "vultr-contract",
+        f"vultr: no contract checking: the Vultr overlay spec is absent at {overlay} "
+        "(set METALPLANE_REFERENCE_DIR or check out ../shared)",
+    )
+    return []
+
+
+def _vultr_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
+    entry: dict[str, Any] = {"api_endpoint": f"http://{host}:{port}", "api_key": "lab-vultr-api-key"}
+    if (state_dir / VULTR_STATE / VULTR_CONTRACT_REPORT).is_file():  # written before the emulator listens
+        entry["contract_url"] = f"http://{host}:{port}{CONTRACT_PATH}"
+    return entry
+
+
 # Registered emulators, in start order. Each later issue adds its own entry.
 EMULATORS: tuple[Emulator, ...] = (
     Emulator(
@@ -57,14 +99,19 @@ EMULATORS: tuple[Emulator, ...] = (
     ),
     # Vultr API v2 (VKE) emulator: api_endpoint follows vultr.cloud's convention (no /v2; the client
     # appends it), the key is the emulator's fixed lab key (lab.vultr.DEFAULT_API_KEY).
+    # With the overlay spec, every exchange is checked against it (--contract): endpoints.yml then
+    # publishes contract_url, which the lab's verify reads.
     Emulator(
         name="vultr",
-        endpoint=lambda host, port, _state_dir: {
-            "api_endpoint": f"http://{host}:{port}",
-            "api_key": "lab-vultr-api-key",
-        },
+        endpoint=_vultr_endpoint,
         # Issue 6: each VKE cluster gets a workload Kubernetes API (lab.vke_twin).
-        extra_args=lambda state_dir: ["--workload-clusters", "--state-dir", str(state_dir / "vultr")],
+        extra_args=lambda state_dir: [
+            "--workload-clusters",
+            "--state-dir",
+            str(state_dir / VULTR_STATE),
+            *vultr_contract_args(),
+        ],
+        contract_report=lambda state_dir: state_dir / VULTR_STATE / VULTR_CONTRACT_REPORT,
     ),
     # Kubernetes API emulator (HTTPS + token): clients use the kubeconfig it writes (the token lives
     # only there); seeded like a small VKE L40S cluster (2 GPU nodes with DRA ResourceSlices).

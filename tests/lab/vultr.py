@@ -17,9 +17,12 @@ In-process (tests)::
 
 Out of process (labctl): ``python tests/lab/vultr.py --host 127.0.0.1 --port N [--delay-scale F]
 [--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works | --vpc-only-partial] [--seed S]
-[--workload-clusters [--validator-ready-after S]]``; control it through ``/lab/faults`` and
-``/lab/requests`` (loopback only, no auth). ``--workload-clusters`` (``twin=True``) runs a workload
-Kubernetes API per cluster (``lab.vke_twin``, ``docs/lab/twin.md``).
+[--workload-clusters [--validator-ready-after S]] [--contract [SPEC]]``; control it through ``/lab/faults``,
+``/lab/requests`` and ``/lab/contract`` (loopback only, no auth). ``--workload-clusters`` (``twin=True``)
+runs a workload Kubernetes API per cluster (``lab.vke_twin``, ``docs/lab/twin.md``). ``--contract``
+checks every exchange against the overlay spec exactly as the in-process tests do: each violation is
+one ``CONTRACT VIOLATION: <method> <path>: <reason>`` line on stderr and is kept in
+``<state-dir>/vultr-contract.json`` (what ``labctl status``/``down`` report).
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ if __name__ == "__main__":
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
-from lab.vultr_contract import Exchange, VultrContract
-from lab.vultr_faults import Fault, FaultInjector, RequestLog
+from lab.vultr_contract import CONTRACT_REPORT, OVERLAY, VIOLATION_PREFIX, Exchange, VultrContract
+from lab.vultr_faults import UNDOCUMENTED_FIELD, Fault, FaultInjector, RequestLog
 from lab.vultr_state import ApiError, Delays, VkeState, bad_request
 
 DEFAULT_API_KEY = "lab-vultr-api-key"
@@ -63,7 +66,9 @@ MSG_SERVER_ERROR = "Internal server error."
 # How often the ticker thread advances time when nobody polls (lifecycle hooks stay timely).
 TICK_SECONDS = 0.25
 
+
 ClusterHook = Callable[[dict[str, Any]], None]
+ViolationHook = Callable[[dict[str, Any]], None]
 KubeconfigFactory = Callable[[dict[str, Any]], str]
 
 
@@ -224,6 +229,11 @@ class VultrEmulator:
         self.on_cluster_active = on_cluster_active
         self.on_cluster_deleted = on_cluster_deleted
         self.contract_violations: list[str] = []
+        # The same violations, structured: {method, path, status, fault, reason} (for /lab/contract).
+        self.contract_findings: list[dict[str, Any]] = []
+        self.contract_checked = 0  # exchanges checked against the contract
+        # Called with each finding as it is recorded (out of process: stderr and the report file).
+        self.on_contract_violation: ViolationHook | None = None
         # Explicit exemptions: (reason, what was exempted). Never silent: tests can read them.
         self.contract_exempted: list[tuple[str, str]] = []
         self.internal_errors: list[str] = []
@@ -392,6 +402,9 @@ class VultrEmulator:
                 reply = Reply(reply.status, reply.body, reply.headers, lost=True)
             elif fault is not None and fault.fault == "500_applied":
                 reply = Reply(500, {"error": MSG_SERVER_ERROR, "status": 500})
+            elif fault is not None and fault.fault == "undocumented_field":
+                body = reply.body if isinstance(reply.body, dict) else {}
+                reply = Reply(reply.status, {**body, UNDOCUMENTED_FIELD: True}, reply.headers)
         content = b"" if reply.body is None else json.dumps(reply.body).encode()
         response_headers = dict(reply.headers or {})
         if content:
@@ -411,20 +424,49 @@ class VultrEmulator:
                 fault=fault.fault if fault else None,
             )
             try:
-                self._record(*self.contract.check(exchange))
+                violations, notes = self.contract.check(exchange)
             except Exception as error:  # e.g. openapi-core failing on a non-UTF-8 body: still a finding
-                self._record([f"{method} {path}: the contract check failed: {error!r}"], [])
+                violations, notes = [f"{VultrContract.label(exchange)}: the contract check failed: {error!r}"], []
+            self._record(exchange, violations, notes)
         reply.headers = response_headers
         reply.body = content
         return reply
 
-    def _record(self, violations: list[str], notes: list[str]) -> None:
+    def _record(self, exchange: Exchange, violations: list[str], notes: list[str]) -> None:
+        prefix = VultrContract.label(exchange) + ": "
+        findings = [
+            {
+                "method": exchange.method,
+                "path": exchange.path,
+                "status": exchange.status,
+                "fault": exchange.fault,
+                "reason": violation[len(prefix) :] if violation.startswith(prefix) else violation,
+            }
+            for violation in violations
+        ]
         with self._record_lock:
+            self.contract_checked += 1
             self.contract_exempted += [("injected fault", n) for n in notes]
             if self._expecting:
                 self.contract_exempted += [(self._expecting[-1], v) for v in violations]
-            else:
-                self.contract_violations += violations
+                return
+            self.contract_violations += violations
+            self.contract_findings += findings
+        hook = self.on_contract_violation
+        for finding in findings:  # outside the lock: the hook reads contract_report()
+            if hook is not None:
+                hook(finding)
+
+    def contract_report(self) -> dict[str, Any]:
+        """What ``GET /lab/contract`` answers: whether the contract is checked, how often, what failed."""
+        with self._record_lock:
+            return {
+                "enabled": self.contract is not None,
+                "spec": str(self.contract.spec_path) if self.contract is not None else None,
+                "checked": self.contract_checked,
+                "violations": [dict(f) for f in self.contract_findings],
+                "exempted": len(self.contract_exempted),
+            }
 
     @staticmethod
     def _fault_reply(fault: Fault) -> Reply:
@@ -596,6 +638,7 @@ class VultrEmulator:
             ("DELETE", "/lab/faults"): lambda _b: (self.clear_faults(), Reply(204))[1],
             ("GET", "/lab/requests"): lambda _b: Reply(200, {"requests": self.requests, "counters": self.counters}),
             ("DELETE", "/lab/requests"): lambda _b: (self.log.clear(), Reply(204))[1],
+            ("GET", "/lab/contract"): lambda _b: Reply(200, self.contract_report()),
             ("GET", "/lab/state"): lambda _b: Reply(
                 200, {"clusters": list(self.clusters.values()), "deleted": self.deleted_clusters}
             ),
@@ -692,6 +735,34 @@ class _Handler(BaseHTTPRequestHandler):
 # CLI
 
 
+class ContractReport:
+    """Out of process (``--contract``): each violation on stderr at once, and the report file kept current.
+
+    The file is rewritten (atomically) on every violation, so a process killed before its shutdown
+    still leaves every violation it saw; the shutdown writes the final count of checked exchanges.
+    """
+
+    def __init__(self, emu: VultrEmulator, path: Path | None) -> None:
+        self.emu = emu
+        self.path = path
+        self._lock = threading.Lock()
+
+    def violation(self, finding: dict[str, Any]) -> None:
+        reason = " ".join(str(finding["reason"]).split())  # one line, whatever the validator's message
+        print(f"{VIOLATION_PREFIX} {finding['method']} {finding['path']}: {reason}", file=sys.stderr, flush=True)
+        self.write()
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            report = self.emu.contract_report()  # read under the lock: a later write never loses to an earlier one
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
+            tmp.replace(self.path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = emulator_arguments("Stateful Vultr API v2 (VKE) emulator for the metalplane lab")
     parser.add_argument("--api-key", default=DEFAULT_API_KEY, help="the Bearer token accepted (default %(default)s)")
@@ -716,7 +787,19 @@ def main(argv: list[str] | None = None) -> int:
         default=60.0,
         help="seconds (times --delay-scale) until a workload cluster's GPU operator validator is ready",
     )
+    parser.add_argument(
+        "--contract",
+        nargs="?",
+        type=Path,
+        const=OVERLAY,
+        default=None,
+        metavar="SPEC",
+        help="check every exchange against the Vultr overlay spec (default SPEC: %(const)s); report each violation "
+        f"on stderr and in <state-dir>/{CONTRACT_REPORT}",
+    )
     args = parser.parse_args(argv)
+    if args.contract is not None and not args.contract.is_file():
+        parser.error(f"--contract: the Vultr overlay spec {args.contract} does not exist")
     gpu_plans = [p.strip() for p in args.gpu_plans.split(",") if p.strip()] if args.gpu_plans is not None else None
     emu = VultrEmulator(
         delay_scale=args.delay_scale,
@@ -729,9 +812,14 @@ def main(argv: list[str] | None = None) -> int:
         validator_ready_after=args.validator_ready_after,
         # The workload APIs' kubeconfigs and TLS keys live with the rest of the lab state, not in /tmp.
         workload_state_dir=args.state_dir / "workloads" if args.state_dir is not None else None,
+        contract=args.contract,
     )
-    emu.start(host=args.host, port=args.port)
     state_dir: Path | None = args.state_dir
+    if emu.contract is not None:
+        report = ContractReport(emu, state_dir / CONTRACT_REPORT if state_dir is not None else None)
+        emu.on_contract_violation = report.violation
+        report.write()  # before listening: once the port answers, the report says the contract is checked
+    emu.start(host=args.host, port=args.port)
 
     def shutdown() -> None:
         emu.stop()
@@ -739,6 +827,8 @@ def main(argv: list[str] | None = None) -> int:
             state_dir.mkdir(parents=True, exist_ok=True)
             log = {"requests": emu.requests, "counters": emu.counters}
             (state_dir / "vultr-requests.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+        if emu.contract is not None:
+            report.write()
 
     serve_until_signalled(shutdown)
     return 0

@@ -35,6 +35,13 @@ from lab.reference import reference_path, require
 SPEC_DIR = reference_path("vultr")
 OVERLAY = SPEC_DIR / "vke-subset-overlay.json"
 
+# The contract report the out-of-process emulator keeps in its state directory (``--contract``):
+# ``VultrEmulator.contract_report()`` as JSON, rewritten at start, on every violation and at shutdown.
+# labctl reads it (``lab.registry``), so it is named here, where importing costs no HTTP server.
+CONTRACT_REPORT = "vultr-contract.json"
+# What starts each violation line the out-of-process emulator prints on stderr.
+VIOLATION_PREFIX = "CONTRACT VIOLATION:"
+
 # The synthetic origin used for validation; the spec's ``servers`` is rewritten to it (§8.2), so the
 # emulator's real port never matters.
 _ORIGIN = "http://vultr.lab"
@@ -138,11 +145,16 @@ class VultrContract:
 
     # ---- the check ------------------------------------------------------------------------------
 
+    @staticmethod
+    def label(ex: Exchange) -> str:
+        """What every violation of ``ex`` starts with (then ``": "`` and the reason)."""
+        return f"{ex.method} {ex.path}" + (f" -> {ex.status}" if ex.status is not None else " -> (lost)")
+
     def check(self, ex: Exchange) -> tuple[list[str], list[str]]:
         """Return (violations, exemption notes) for one exchange."""
         from openapi_core.testing import MockRequest, MockResponse
 
-        label = f"{ex.method} {ex.path}" + (f" -> {ex.status}" if ex.status is not None else " -> (lost)")
+        label = self.label(ex)
         below = ex.path[len(_BASE_PATH) :] if ex.path.startswith(_BASE_PATH + "/") else ex.path
         violations: list[str] = []
         notes: list[str] = []

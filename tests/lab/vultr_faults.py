@@ -20,7 +20,11 @@ from typing import Any
 # ``lost_response``: the request takes effect, then the connection is closed without an answer (what a
 # client sees when a proxy or the network drops the response). ``500_applied``: the request takes
 # effect, then a 500 is answered (a server that failed after acting: a create that "failed" but exists).
-FAULT_KINDS = ("429", "500", "503", "latency", "lost_response", "500_applied")
+# ``undocumented_field``: the real answer plus a field the spec does not document (a 204 gets a body):
+# a deliberate contract violation, to prove that the contract check (``--contract``) is on and reported.
+FAULT_KINDS = ("429", "500", "503", "latency", "lost_response", "500_applied", "undocumented_field")
+# The field ``undocumented_field`` adds to a JSON object answer.
+UNDOCUMENTED_FIELD = "lab_undocumented_field"
 
 
 @dataclass
