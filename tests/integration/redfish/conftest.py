@@ -1,8 +1,14 @@
-"""Fixtures for the Redfish module tests: one RedfishLab with a BMC per personality, an image server."""
+"""Fixtures for the Redfish module tests: in-process RedfishLabs and an image server.
+
+Every test file here starts its labs through ``start_redfish_lab`` (its own BMC specs and delay
+scale) so that start and stop live in one place; ``redfish_lab`` is the common case, one BMC per
+personality with instant transitions.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from integration.redfish.images import ImageServer
@@ -11,15 +17,29 @@ from lab.redfish import BmcSpec, RedfishLab
 
 PERSONALITIES = ("idrac8", "idrac9", "generic")
 
+StartLab = Callable[..., RedfishLab]
+
 
 @pytest.fixture(scope="module")
-def redfish_lab() -> Iterator[RedfishLab]:
-    bmcs = [BmcSpec(name=f"{p}-1", personality=p, power_state="Off") for p in PERSONALITIES]
-    lab = RedfishLab(bmcs=bmcs, delay_scale=0.0).start()
-    try:
-        yield lab
-    finally:
-        lab.stop()
+def start_redfish_lab() -> Iterator[StartLab]:
+    """``start(bmcs, delay_scale=0.0) -> RedfishLab``: started now, stopped when the module is done.
+
+    Module scope, like the per-file lab fixtures it replaces: a lab lives until the last test of
+    the module (on that xdist worker) finished. Labs are stopped in reverse order, each even when
+    stopping another one failed.
+    """
+    with contextlib.ExitStack() as stack:
+
+        def start(bmcs: Sequence[BmcSpec], delay_scale: float = 0.0) -> RedfishLab:
+            return stack.enter_context(RedfishLab(bmcs=list(bmcs), delay_scale=delay_scale))
+
+        yield start
+
+
+@pytest.fixture(scope="module")
+def redfish_lab(start_redfish_lab: StartLab) -> RedfishLab:
+    """One BMC per personality (``<personality>-1``), powered off, instant transitions."""
+    return start_redfish_lab([BmcSpec(name=f"{p}-1", personality=p, power_state="Off") for p in PERSONALITIES])
 
 
 @pytest.fixture(scope="module")

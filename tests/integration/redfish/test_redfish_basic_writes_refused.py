@@ -9,12 +9,13 @@ predicted requests. A BMC that refuses the session too must fail clearly with no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from integration.redfish.conftest import StartLab
 from integration.redfish.images import ImageServer
 
 from lab.redfish import BmcSpec, RedfishLab
@@ -34,17 +35,14 @@ ISO = "{{ iso }}"
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[RedfishLab]:
-    bmcs = [
-        BmcSpec(name=FALLBACK, personality="idrac8", power_state="Off", basic_writes_refused=True),
-        BmcSpec(name=FORBIDDEN, personality="generic", power_state="Off"),
-        BmcSpec(name=LOCKED, personality="idrac8", power_state="Off", basic_writes_refused=True),
-    ]
-    redfish_lab = RedfishLab(bmcs=bmcs, delay_scale=0.0).start()
-    try:
-        yield redfish_lab
-    finally:
-        redfish_lab.stop()
+def lab(start_redfish_lab: StartLab) -> RedfishLab:
+    return start_redfish_lab(
+        [
+            BmcSpec(name=FALLBACK, personality="idrac8", power_state="Off", basic_writes_refused=True),
+            BmcSpec(name=FORBIDDEN, personality="generic", power_state="Off"),
+            BmcSpec(name=LOCKED, personality="idrac8", power_state="Off", basic_writes_refused=True),
+        ]
+    )
 
 
 def _play(host: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:

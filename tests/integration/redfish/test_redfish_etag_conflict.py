@@ -11,12 +11,13 @@ shows every PATCH: never one after the second 412, never a 200 for a stale plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from integration.redfish.conftest import StartLab
 
 from lab.redfish import BmcSpec, RedfishLab
 
@@ -57,13 +58,8 @@ TASKS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[RedfishLab]:
-    bmcs = [BmcSpec(name=p, personality=p, power_state="Off") for p in ETAG_PERSONALITIES]
-    redfish_lab = RedfishLab(bmcs=bmcs, delay_scale=0.0).start()
-    try:
-        yield redfish_lab
-    finally:
-        redfish_lab.stop()
+def lab(start_redfish_lab: StartLab) -> RedfishLab:
+    return start_redfish_lab([BmcSpec(name=p, personality=p, power_state="Off") for p in ETAG_PERSONALITIES])
 
 
 def _patches(lab: RedfishLab, name: str) -> list[int]:

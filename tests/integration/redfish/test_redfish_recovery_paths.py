@@ -25,12 +25,13 @@ from __future__ import annotations
 import datetime
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from integration.redfish.conftest import PERSONALITIES, StartLab
 from integration.redfish.images import ImageServer
 
 from lab.common import free_port
@@ -38,7 +39,6 @@ from lab.redfish import BmcSpec, RedfishLab
 from lab.redfish_bmc import RequestRecord
 
 FQ = "metalplane.inference."
-PERSONALITIES = ("idrac8", "idrac9", "generic")
 C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
 MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -122,23 +122,6 @@ def _failed(run: Any) -> str:
     return "\n".join(failures) or run.stdout[-6000:] + run.stderr[-2000:]
 
 
-def _start(specs: list[BmcSpec], delay_scale: float) -> Iterator[RedfishLab]:
-    lab = RedfishLab(bmcs=specs, delay_scale=delay_scale).start()
-    try:
-        yield lab
-    finally:
-        lab.stop()
-
-
-@pytest.fixture(scope="module")
-def images() -> Iterator[ImageServer]:
-    server = ImageServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 # ------------------------------------------------------------------ a) the media ladder
 # Reset windows scaled to about a second (0.6 s dropped, 0.2 s busy, 0.3 s 401): the ladder's
 # reset rung then sees the BMC go down at once and takes one readiness poll interval. With a
@@ -165,9 +148,9 @@ LADDER = _ladder_cases()
 
 
 @pytest.fixture(scope="module")
-def ladder_lab() -> Iterator[RedfishLab]:
+def ladder_lab(start_redfish_lab: StartLab) -> RedfishLab:
     specs = [BmcSpec(name=name, personality=p, power_state="On") for name, (p, _case, _id) in LADDER.items()]
-    yield from _start(specs, LADDER_SCALE)
+    return start_redfish_lab(specs, LADDER_SCALE)
 
 
 def test_media_recovery_ladder(
@@ -317,13 +300,13 @@ PROBE_PATH = "/redfish/v1/Managers"  # the module's unauthenticated readiness pr
 
 
 @pytest.fixture(scope="module")
-def window_lab() -> Iterator[RedfishLab]:
+def window_lab(start_redfish_lab: StartLab) -> RedfishLab:
     specs = [
         BmcSpec(name=name, personality=personality, power_state="On", port=0, busy_message=message, **WINDOW)
         for host, (personality, message) in BUSY.items()
         for name in (host, f"{host}-media")
     ]
-    yield from _start(specs, 1.0)
+    return start_redfish_lab(specs, 1.0)
 
 
 def test_bmc_reset_waits_through_the_downtime_window(
@@ -467,10 +450,10 @@ STATE_TASKS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def state_lab() -> Iterator[RedfishLab]:
+def state_lab(start_redfish_lab: StartLab) -> RedfishLab:
     specs = [BmcSpec(name=p, personality=p, power_state="On", ignore_graceful_shutdown=True) for p in PERSONALITIES]
     specs += [BmcSpec(name=f"{p}-boot", personality=p, power_state="On") for p in PERSONALITIES]
-    yield from _start(specs, 0.0)
+    return start_redfish_lab(specs)
 
 
 def test_power_boot_mode_and_bad_input(

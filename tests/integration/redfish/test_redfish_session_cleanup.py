@@ -10,13 +10,13 @@ own (no refused login; with leaked sessions the iDRAC8 table would be full).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from integration.redfish.conftest import PERSONALITIES
+from integration.redfish.conftest import PERSONALITIES, StartLab
 
 from lab.redfish import BmcSpec, RedfishLab
 
@@ -50,13 +50,8 @@ ARGS = {
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[RedfishLab]:
-    bmcs = [BmcSpec(name=p, personality=p, power_state="Off") for p in PERSONALITIES]
-    redfish_lab = RedfishLab(bmcs=bmcs, delay_scale=0.0).start()
-    try:
-        yield redfish_lab
-    finally:
-        redfish_lab.stop()
+def lab(start_redfish_lab: StartLab) -> RedfishLab:
+    return start_redfish_lab([BmcSpec(name=p, personality=p, power_state="Off") for p in PERSONALITIES])
 
 
 def test_wrong_system_id_leaves_no_session(

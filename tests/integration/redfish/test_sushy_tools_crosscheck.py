@@ -29,15 +29,6 @@ def sushy_bmc() -> Iterator[SushyToolsBmc]:
         bmc.stop()
 
 
-@pytest.fixture(scope="module")
-def images() -> Iterator[ImageServer]:
-    server = ImageServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def _task(name: str, module: str, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"name": name, FQ + module: args, **extra}
 
