@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from integration.redfish._requestlog import select
 from integration.redfish.conftest import StartLab
 
 from lab.redfish import BmcSpec, RedfishLab
@@ -63,8 +64,7 @@ def lab(start_redfish_lab: StartLab) -> RedfishLab:
 
 
 def _patches(lab: RedfishLab, name: str) -> list[int]:
-    system = "/Systems/"
-    return [r.status for r in lab.bmc(name).requests if r.method == "PATCH" and system in r.path]
+    return [r.status for r in select(lab.bmc(name).requests, method="PATCH", path_contains="/Systems/")]
 
 
 def test_concurrent_boot_order_change(

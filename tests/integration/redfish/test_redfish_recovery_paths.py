@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
+from integration.redfish._requestlog import WRITES, select
 from integration.redfish.conftest import PERSONALITIES, StartLab
 from integration.redfish.images import ImageServer
 
@@ -41,7 +42,6 @@ from lab.redfish_bmc import RequestRecord
 FQ = "metalplane.inference."
 C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
 MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
-WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 MANAGER = {"idrac8": "iDRAC.Embedded.1", "idrac9": "iDRAC.Embedded.1", "generic": "1"}
 SYSTEM = {"idrac8": "System.Embedded.1", "idrac9": "System.Embedded.1", "generic": "1"}
 CD_SLOT = {"idrac8": "CD", "idrac9": "1", "generic": "Cd"}
@@ -104,10 +104,10 @@ class Run:
     def requests(self, name: str, host: str) -> list[RequestRecord]:
         """The requests the BMC of ``host`` (same name) recorded while task ``name`` ran there."""
         start, end = self.window(name, host)
-        return [r for r in self.lab.bmc(host).requests if start <= r.time <= end]
+        return select(self.lab.bmc(host).requests, start=start, end=end)
 
     def writes(self, name: str, bmc: str) -> list[str]:
-        return [f"{r.method} {r.path}" for r in self.requests(name, bmc) if r.method in WRITES]
+        return [f"{r.method} {r.path}" for r in select(self.requests(name, bmc), method=WRITES)]
 
 
 def _failed(run: Any) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from integration.redfish._requestlog import select
 from integration.redfish.conftest import PERSONALITIES, StartLab
 
 from lab.redfish import BmcSpec, RedfishLab
@@ -86,7 +87,7 @@ def test_wrong_system_id_leaves_no_session(
         assert bmc.sessions == {}, personality
         assert bmc.counters["session_login"] == bmc.counters["session_logout"] == len(FAILING) + 1, personality
         assert bmc.counters["session_refused"] == 0, personality
-        logins = [r for r in bmc.requests if r.method == "POST" and r.path.endswith(SESSIONS) and r.status == 201]
-        deletes = [r for r in bmc.requests if r.method == "DELETE" and SESSIONS + "/" in r.path]
+        logins = select(bmc.requests, method="POST", path_endswith=SESSIONS, status=201)
+        deletes = select(bmc.requests, method="DELETE", path_contains=SESSIONS + "/")
         assert len(logins) == len(deletes) == len(FAILING) + 1, personality
         assert all(d.status in (200, 204) for d in deletes), personality
