@@ -28,6 +28,7 @@ import requests
 import sushy
 from sushy import auth as sushy_auth
 
+import lab.redfish as lab_redfish
 from lab.common import free_port
 from lab.redfish import BmcSpec, RedfishLab
 from lab.registry import EMULATORS
@@ -839,14 +840,38 @@ def test_busy_503_burst(lab: RedfishLab) -> None:
     assert state.counters["status:503"] == 4
 
 
-def test_latency(lab: RedfishLab) -> None:
-    lab.bmc("gen-1").inject("latency", count=1, seconds=0.3)
-    started = time.monotonic()
+class _HoldRecorder:
+    """Stands in for ``time`` inside ``lab.redfish``: records each hold instead of sleeping it."""
+
+    def __init__(self) -> None:
+        self.holds: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.holds.append(seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_latency(lab: RedfishLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``latency`` holds exactly the next request for its ``seconds``, then it is spent.
+
+    Proven from what the emulator does, not from a stopwatch: the HTTP layer's holds are
+    recorded (the one seam is the ``time`` module it sleeps with), and the fault's counter.
+    """
+    holds = _HoldRecorder()
+    monkeypatch.setattr(lab_redfish, "time", holds)
+    state = lab.bmc("gen-1")
+    state.inject("latency", count=1, seconds=0.3)
     assert raw(lab, "gen-1", "GET", "/redfish/v1").ok
-    assert time.monotonic() - started >= 0.3
-    started = time.monotonic()
+    assert holds.holds == [0.3]  # the first request was held, for the armed seconds
+    assert (state.counters["fault:latency"], state.peek("latency")) == (1, None)  # count 1: spent
     assert raw(lab, "gen-1", "GET", "/redfish/v1").ok
-    assert lab.bmc("gen-1").requests[-1].duration < 0.3
+    assert holds.holds == [0.3]  # the next one was not held
+    assert state.counters["fault:latency"] == 1
+    state.inject("latency", count=1)  # without seconds: one second
+    assert raw(lab, "gen-1", "GET", "/redfish/v1").ok
+    assert holds.holds == [0.3, 1.0]
 
 
 def test_generic_error_fault_matches_method_and_path(lab: RedfishLab, images: dict[str, Any]) -> None:
