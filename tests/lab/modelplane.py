@@ -47,7 +47,7 @@ from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
 from lab.kube import KubeEmulator
 from lab.kube_api import ApiError
 from lab.kube_gpu import DRA_DRIVER, device_class, resource_slice
-from lab.modelplane_crds import CRDS, GROUP, VERSION
+from lab.modelplane_crds import CRDS, GROUP, SOURCES, VERSION
 
 Obj = dict[str, Any]
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -74,6 +74,24 @@ def _hash(*parts: str) -> str:
 def gateway_address(name: str) -> str:
     """A stable, documentation-range address for the workload gateway of InferenceCluster ``name``."""
     return f"192.0.2.{int(_hash('gateway', name)[:4], 16) % 250 + 1}"
+
+
+def model_replica(name: str, cluster: str, *, namespace: str = "default", pool: str = "gpu") -> Obj:
+    """A ModelReplica pinned to InferenceCluster ``cluster`` that the XRD accepts, CEL rules included
+    (one Standalone member with device requests, its single container named ``engine``). Modelplane
+    composes these from a ModelDeployment; tests create them to exercise the ClusterUsage guard."""
+    member = {
+        "role": "Standalone",
+        "nodePoolName": pool,
+        "deviceRequests": [{"name": "gpu", "deviceClassName": DRA_DRIVER}],
+        "template": {"spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]}},
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelReplica",
+        "metadata": {"name": name, "namespace": namespace, "labels": {CLUSTER_LABEL: cluster}},
+        "spec": {"clusterName": cluster, "engines": [{"name": "vllm", "members": [member]}]},
+    }
 
 
 class WorkloadClient:
@@ -149,8 +167,10 @@ class ModelplaneEmulator:
         port: int | None = None,
         backend_ready_after: float = 30.0,
         publish_slices: bool = True,
+        crds: tuple[Obj, ...] = CRDS,
     ) -> None:
         self.delay_scale = delay_scale
+        self.crds = crds  # lab.modelplane_crds: generated from the reference XRDs, or the fallback
         self.backend_ready_after = backend_ready_after
         self.publish_slices = publish_slices
         self._tmp = None if state_dir else tempfile.mkdtemp(prefix="modelplane-lab-")
@@ -175,7 +195,7 @@ class ModelplaneEmulator:
         self.api.start()
         if self.api.get("v1", "Namespace", NAMESPACE) is None:
             self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        for crd in CRDS:
+        for crd in self.crds:
             self.api.create(crd)
         self._wait_served()
         self._stop.clear()
@@ -183,14 +203,21 @@ class ModelplaneEmulator:
         self._thread.start()
         return self
 
+    def _established(self, name: str) -> bool:
+        crd = self.api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
     def _wait_served(self, timeout: float = 30.0) -> None:
-        """Until discovery lists every CRD's resource (0.5 s x delay_scale after creation)."""
+        """Until discovery lists every CRD's resource (0.5 s x delay_scale after creation) and every CRD
+        reports Established (its status write comes last: a caller that then counts writes sees none)."""
         deadline = time.monotonic() + timeout
-        wanted = {crd["spec"]["names"]["plural"] for crd in CRDS}
+        wanted = {crd["spec"]["names"]["plural"] for crd in self.crds}
         while True:
             with contextlib.suppress(ApiError):
                 listed = self.api.call("GET", f"/apis/{API_VERSION}")
-                if wanted <= {r["name"] for r in listed.get("resources") or []}:
+                served = wanted <= {r["name"] for r in listed.get("resources") or []}
+                if served and all(self._established(crd["metadata"]["name"]) for crd in self.crds):
                     return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"Modelplane CRDs not served after {timeout} s")
@@ -421,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         backend_ready_after=args.backend_ready_after,
     )
     emulator.start()
+    for kind, source in SOURCES.items():  # where the served schemas come from (docs/lab/twin.md)
+        print(f"modelplane: {kind} CRD from {source}", file=sys.stderr)
     tmp = published.with_suffix(".tmp")
     tmp.write_bytes(emulator.kubeconfig_path.read_bytes())
     tmp.chmod(0o600)

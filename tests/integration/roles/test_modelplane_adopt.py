@@ -21,7 +21,7 @@ import pytest
 import requests
 import yaml
 
-from lab.modelplane import ModelplaneEmulator, gateway_address
+from lab.modelplane import ModelplaneEmulator, gateway_address, model_replica
 from lab.vke_twin import workload_for
 from lab.vultr import VultrEmulator
 from lab.vultr_contract import assert_no_violations, contract_or_skip
@@ -199,15 +199,6 @@ def validate_writes(events: list[tuple[str, str, dict[str, Any]]]) -> int:
     return checked
 
 
-def replica(name: str, cluster: str) -> dict[str, Any]:
-    return {
-        "apiVersion": MP,
-        "kind": "ModelReplica",
-        "metadata": {"name": name, "namespace": "default", "labels": {"modelplane.ai/cluster": cluster}},
-        "spec": {"clusterName": cluster, "engines": [{"name": "vllm"}]},
-    }
-
-
 def test_modelplane_adopt_lifecycle(
     lab: tuple[ModelplaneEmulator, Any, Path, Writes], playbook: Callable[..., Any], ansible_tmp: Path, tmp_path: Path
 ) -> None:
@@ -293,7 +284,7 @@ def test_modelplane_adopt_lifecycle(
     assert again.changed(CLUSTER) == 0, again.stats
 
     # 4. A ModelReplica pinned to the cluster: un-adoption refuses and names it.
-    mp.api.create(replica("chat-0", CLUSTER))
+    mp.api.create(model_replica("chat-0", CLUSTER))
     refused = run_role(playbook, mp, kubeconfig, ansible_tmp, modelplane_state="absent")
     assert refused.rc != 0
     message = refused.task(UNADOPT, CLUSTER)["msg"]
