@@ -83,7 +83,7 @@ $(VENV_220)/.stamp: requirements.txt tests/requirements-core220.txt
 
 venv-core220: $(if $(PYTHON_220),$(VENV_220)/.stamp)
 
-.PHONY: collection-tree sanity-tree
+.PHONY: collection-tree ansible-test-cache
 collection-tree:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/metalplane
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/metalplane/inference
@@ -91,8 +91,14 @@ collection-tree:
 # ---------------------------------------------------------------------------------------------
 # make test
 
-test: venv venv-core219 venv-core220
-	$(MAKE) --no-print-directory lint sanity ansible-lint pytest pytest-core219 pytest-core220 molecule
+# Two cores are the budget (README): the set-up steps are mostly downloads, and each sanity lane keeps
+# one core busy, so those run side by side; the rest is sequential (pytest already uses both cores).
+# --output-sync keeps each side-by-side step's log in one piece.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target venv venv-core219 venv-core220 dmtf-csdl
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target sanity-new sanity-old
+	$(MAKE) --no-print-directory ansible-lint pytest pytest-core219 pytest-core220 molecule
 	@echo "make test: all checks passed"
 
 lint: venv
@@ -102,24 +108,32 @@ lint: venv
 
 # ansible-test wants the collection as a real directory under ansible_collections/ (a symlink is
 # resolved to the checkout, which is not under ansible_collections/): copy the files git knows.
-sanity-tree:
-	@rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)/ansible_collections/metalplane/inference
+# One copy per lane, so the two lanes can run side by side without sharing tests/output.
+define sanity_tree
+	@rm -rf $(1) && mkdir -p $(1)/ansible_collections/metalplane/inference
 	@git ls-files -z --cached --others --exclude-standard \
 		| tar --null --files-from=- --ignore-failed-read -cf - 2>/dev/null \
-		| tar -xf - -C $(SANITY_ROOT)/ansible_collections/metalplane/inference
+		| tar -xf - -C $(1)/ansible_collections/metalplane/inference
+endef
+SANITY_NEW := $(SANITY_ROOT)/core-new/ansible_collections/metalplane/inference
+SANITY_OLD := $(SANITY_ROOT)/core-2.19/ansible_collections/metalplane/inference
 
 sanity: sanity-new sanity-old
 
-sanity-new: venv sanity-tree
+# The offline preparation writes one shared cache: done once, before either lane starts.
+ansible-test-cache: venv
 	scripts/ansible-test-offline.sh $(BIN)/python
-	cd $(SANITY_ROOT)/ansible_collections/metalplane/inference && \
+
+sanity-new: venv ansible-test-cache
+	$(call sanity_tree,$(SANITY_ROOT)/core-new)
+	cd $(SANITY_NEW) && \
 		$(BIN)/ansible-test sanity --local --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
 		--color no
 
-sanity-old: venv-core219 sanity-tree
+sanity-old: venv-core219 ansible-test-cache
+	$(call sanity_tree,$(SANITY_ROOT)/core-2.19)
 	@if [ -x $(VENV_219)/bin/ansible-test ]; then \
-		scripts/ansible-test-offline.sh $(VENV_219)/bin/python; \
-		cd $(SANITY_ROOT)/ansible_collections/metalplane/inference && \
+		cd $(SANITY_OLD) && \
 		PATH=$(abspath $(VENV_219))/bin:$$PATH $(abspath $(VENV_219))/bin/ansible-test sanity --local --python 3.11 --color no; \
 	else echo "sanity-old: skipped (needs both CPython 3.11 and >= 3.12)"; fi
 
