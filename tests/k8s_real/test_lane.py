@@ -17,6 +17,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+from k8s_real.control import LaneControl, LaneControlError
 from k8s_real.kubehttp import MERGE_PATCH, KubeHttp, KubeHttpError, Target
 
 pytestmark = [
@@ -60,6 +62,15 @@ def namespace(api: KubeHttp) -> Iterator[str]:
     except KubeHttpError as exc:
         if exc.status != 404:
             raise
+
+
+def is_pid_alive(pid: int) -> bool:
+    """The pid names a live (non-zombie) process."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def _condition(obj: dict[str, Any], kind: str) -> str | None:
@@ -248,6 +259,161 @@ def test_namespace_delete_cascades_through_the_controller_manager(api: KubeHttp)
     wait_for(gone, timeout=WORKLOAD_TIMEOUT, what=f"namespace {name} deleted", backoff=POLL)
 
 
+# --------------------------------------------------------------------------------------------
+# lane-control: the fault injection the Kubernetes suites use on this lane
+
+
+@pytest.fixture(scope="module")
+def control() -> LaneControl:
+    found = LaneControl.from_env()
+    assert found is not None, "the lane exports MP_REAL_LANE_CONTROL (lane.py run) or records it in lane.json"
+    return found
+
+
+def _refused(server: str) -> bool:
+    port = int(server.rsplit(":", 1)[1])
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_control_needs_the_kubeconfig_token(control: LaneControl) -> None:
+    with pytest.raises(LaneControlError) as err:
+        LaneControl(control.url, "not-the-token").status()
+    assert err.value.status == 401
+    with pytest.raises(LaneControlError) as err:
+        LaneControl(control.url, "not-the-token").kubelet()  # forwarded calls too
+    assert err.value.status == 401
+
+
+def test_outage_stops_the_apiserver_and_restarts_it_with_its_data_and_certificates(
+    api: KubeHttp, control: LaneControl, namespace: str
+) -> None:
+    keep = {"metadata": {"name": "keep"}, "data": {"k": "v"}}
+    api.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", keep)
+    before = control.status()["apiserver"]
+    down = control.outage(1, wait=False)
+    try:
+        assert down["stopped_pid"] == before["pid"]
+        assert not is_pid_alive(before["pid"])
+        assert _refused(api.target.server)  # the front door refuses while the apiserver is away
+        with pytest.raises(ConnectionRefusedError):
+            api.get("/version")
+    finally:
+        after = control.wait_up()
+    assert after["up"] is True, after
+    assert after["last_error"] == ""
+    assert after["pid"] != before["pid"]
+    assert after["restarts"] == before["restarts"] + 1
+    # Same etcd data, same certificates (the kubeconfig's CA still verifies), same token file.
+    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/keep")["data"] == {"k": "v"}
+    assert api.get("/version")["gitVersion"] == "v1.20.2"
+    state = json.loads(Path(os.environ["MP_REAL_KUBECONFIG"]).with_name("lane.json").read_text())
+    recorded = next(p for p in state["processes"] if p["name"] == "kube-apiserver")
+    assert recorded["pid"] == after["pid"]  # `lane.py stop` stops the new process
+
+
+def test_drop_ends_open_watches_and_leaves_the_apiserver_running(api: KubeHttp, control: LaneControl) -> None:
+    pid = control.status()["apiserver"]["pid"]
+    resource_version = api.get("/api/v1/namespaces")["metadata"]["resourceVersion"]
+    ended = threading.Event()
+    outcome: list[str] = []
+
+    def follow() -> None:
+        try:
+            for event in api.watch("/api/v1/namespaces", resource_version, timeout_seconds=120):
+                outcome.append(event.get("type", "?"))
+            outcome.append("ended")
+        except OSError as exc:
+            outcome.append(f"broken: {exc.__class__.__name__}")
+        ended.set()
+
+    threading.Thread(target=follow, daemon=True).start()
+    wait_for(
+        lambda: Poll(control.status()["front_door"]["connections"] >= 1, "no connection yet"),
+        timeout=30,
+        what="the watch through the front door",
+        backoff=POLL,
+    )
+    assert control.drop_watches() >= 1
+    assert ended.wait(10), "the watch stream did not end when the front door dropped it"
+    assert outcome[-1] == "ended" or outcome[-1].startswith("broken"), outcome
+    assert control.status()["apiserver"]["pid"] == pid  # only the connections went
+    assert api.get("/version")["gitVersion"] == "v1.20.2"
+
+
+def test_request_record_is_the_tests_lists_and_watches(api: KubeHttp, control: LaneControl, namespace: str) -> None:
+    mark = control.mark()
+    api.get(f"/api/v1/namespaces/{namespace}/configmaps", labelSelector="probe=1")
+    resource_version = api.get(f"/api/v1/namespaces/{namespace}/secrets")["metadata"]["resourceVersion"]
+    list(api.watch(f"/api/v1/namespaces/{namespace}/secrets", resource_version, timeout_seconds=1))
+    api.get(f"/api/v1/namespaces/{namespace}")  # a get is not recorded
+
+    def recorded() -> Poll[list[Any]]:
+        mine = [r for r in control.requests(since=mark) if namespace in r.path]
+        return Poll(len(mine) >= 3, mine)
+
+    mine = wait_for(recorded, timeout=20, what="the audit records", backoff=POLL)
+    assert [(r.verb, r.path.rsplit("/", 1)[-1], r.status) for r in mine] == [
+        ("list", "configmaps", 200), ("list", "secrets", 200), ("watch", "secrets", 200),
+    ]  # fmt: skip
+    assert "labelSelector=probe%3D1" in mine[0].query
+    # The control plane's own requests (fake kubelet heartbeats, controllers) use another user.
+    assert not [r for r in control.requests(since=mark) if "leases" in r.path or r.path.endswith("/nodes")]
+
+
+def test_fake_kubelet_nodes_and_pod_rules_at_runtime(api: KubeHttp, control: LaneControl, namespace: str) -> None:
+    node = f"{namespace}-n1"
+    control.add_node(node, gpus=2, labels={"lane-test": namespace}, device_plugin=False)
+    try:
+        got = api.get(f"/api/v1/nodes/{node}")
+        assert _condition(got, "Ready") == "True"
+        assert "nvidia.com/gpu" not in got["status"]["allocatable"]  # the device plugin is not up
+        assert got["metadata"]["labels"]["lane-test"] == namespace
+        control.update_node(node, device_plugin=True)
+        assert api.get(f"/api/v1/nodes/{node}")["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+
+        control.hold_pods(namespace, stuck_at="check", crash_loop=True)
+        pod = {
+            "metadata": {"name": "p"},
+            "spec": {
+                "nodeName": node,
+                "initContainers": [{"name": "first", "image": IMAGE}, {"name": "check", "image": IMAGE},
+                                   {"name": "last", "image": IMAGE}],
+                "containers": [{"name": "main", "image": IMAGE}],
+            },
+        }  # fmt: skip
+        api.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        path = f"/api/v1/namespaces/{namespace}/pods/p"
+
+        def held() -> Poll[dict[str, Any]]:
+            status = api.get(path).get("status") or {}
+            return Poll(bool(status.get("initContainerStatuses")), status)
+
+        status = wait_for(held, timeout=WORKLOAD_TIMEOUT, what="pod p held", backoff=POLL)
+        assert status["phase"] == "Pending"
+        states = {c["name"]: c["state"] for c in status["initContainerStatuses"]}
+        assert states["first"]["terminated"]["reason"] == "Completed"
+        assert states["check"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert states["last"]["waiting"]["reason"] == "PodInitializing"
+        assert _condition(api.get(path), "Ready") == "False"
+
+        control.release_pods(namespace)
+        wait_for(
+            lambda: Poll(_condition(api.get(path), "Ready") == "True", "held"),
+            timeout=WORKLOAD_TIMEOUT,
+            what="pod p ready",
+            backoff=POLL,
+        )
+        assert api.get(path)["status"]["phase"] == "Running"
+    finally:
+        control.remove_node(node)
+    with pytest.raises(KubeHttpError) as err:
+        api.get(f"/api/v1/nodes/{node}")
+    assert err.value.status == 404
+    assert node not in control.kubelet()["nodes"]
+
+
 def _lane(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(LANE), *args], capture_output=True, text=True, timeout=timeout, check=False
@@ -299,9 +465,13 @@ def test_a_second_lane_starts_and_stops_without_leftovers(tmp_path: Path) -> Non
 
         recorded = json.loads((state_dir / "lane.json").read_text())
         pids = [p["pid"] for p in recorded["processes"]]
-        assert [p["name"] for p in recorded["processes"]] == ["etcd", "kube-apiserver", "fake-kubelet"]
+        names = [p["name"] for p in recorded["processes"]]
+        assert names == ["etcd", "kube-apiserver", "fake-kubelet", "lane-control"]
         assert _lane("status", "--state-dir", str(state_dir)).returncode == 0
-        assert len(_processes_mentioning(str(state_dir))) == 3  # etcd, apiserver, fake kubelet
+        assert len(_processes_mentioning(str(state_dir))) == 4  # etcd, apiserver, fake kubelet, lane-control
+        # The kubeconfig goes through lane-control's front door, not to the apiserver's own port.
+        assert api.target.server == f"https://127.0.0.1:{recorded['ports']['front']}"
+        assert recorded["apiserver"] == f"https://127.0.0.1:{recorded['ports']['apiserver']}"
         # Starting again over a running lane is refused rather than orphaning it.
         again = _lane("start", "--state-dir", str(state_dir), "--no-controllers", "--nodes", "0")
         assert again.returncode == 1
