@@ -176,6 +176,47 @@ def resource_slice(
     }
 
 
+def validator_daemonset(namespace: str = "gpu-operator", name: str = VALIDATOR_NAME) -> Obj:
+    """The GPU Operator's ``nvidia-operator-validator`` DaemonSet: one pod per GPU node whose init
+    containers validate driver, toolkit, CUDA and plugin before the main container starts (what the
+    emulator installs, and what the real lane's tests apply for its fake kubelet to hold or run)."""
+    labels = {"app": VALIDATOR_NAME, "app.kubernetes.io/part-of": "gpu-operator"}
+    init = [
+        {
+            "name": c,
+            "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
+            "command": ["sh", "-c"],
+            "args": [f"nvidia-validator --component {c.split('-', maxsplit=1)[0]}"],
+        }
+        for c in VALIDATOR_INIT_CONTAINERS
+    ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app": VALIDATOR_NAME}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "serviceAccountName": "nvidia-operator-validator",
+                    "initContainers": init,
+                    "containers": [
+                        {
+                            "name": VALIDATOR_NAME,
+                            "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
+                            "command": ["sh", "-c"],
+                            "args": ["echo all validations are successful; sleep infinity"],
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
 class GpuSimulator:
     """``api.gpu``: seeds GPU nodes, the operator validator and DRA ResourceSlices."""
 
@@ -278,41 +319,7 @@ class GpuSimulator:
             raise ValueError(f"stuck_at must be one of {VALIDATOR_INIT_CONTAINERS}")
         if self.emulator.get("v1", "Namespace", namespace) is None:
             self.emulator.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        labels = {"app": VALIDATOR_NAME, "app.kubernetes.io/part-of": "gpu-operator"}
-        init = [
-            {
-                "name": c,
-                "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
-                "command": ["sh", "-c"],
-                "args": [f"nvidia-validator --component {c.split('-', maxsplit=1)[0]}"],
-            }
-            for c in VALIDATOR_INIT_CONTAINERS
-        ]
-        daemonset = {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {
-                "selector": {"matchLabels": {"app": VALIDATOR_NAME}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "nodeSelector": {"nvidia.com/gpu.present": "true"},
-                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                        "serviceAccountName": "nvidia-operator-validator",
-                        "initContainers": init,
-                        "containers": [
-                            {
-                                "name": VALIDATOR_NAME,
-                                "image": "nvcr.io/nvidia/gpu-operator:v26.7.0",
-                                "command": ["sh", "-c"],
-                                "args": ["echo all validations are successful; sleep infinity"],
-                            }
-                        ],
-                    },
-                },
-            },
-        }
+        daemonset = validator_daemonset(namespace, name)
         until = float("inf") if ready_after is None else time.monotonic() + self._scaled(ready_after)
         self.emulator.controllers.holds[("daemonsets", namespace, name)] = until
         self.validators[(namespace, name)] = {"stuck_at": stuck_at, "crash_loop": crash_loop}

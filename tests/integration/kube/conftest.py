@@ -1,11 +1,22 @@
 """Kubernetes integration target: the in-process emulator, or the real kube-apiserver lane.
 
 ``MP_KUBE_TARGET=real`` plus ``MP_REAL_KUBECONFIG`` (set by ``scripts/k8s-real/lane.py run``) point
-the same tests at a real Kubernetes 1.20 control plane; tests that need fault injection or the
-emulator's GPU simulators are marked ``emulator_only`` and skipped there. Seeding goes through the
-emulator's in-process API, or through the kubernetes client on the real server, behind one small
-``KubeTarget`` interface. ``resource.k8s.io`` (absent from 1.20) is provided on the real lane by the
-conformance suite's CRD stand-ins (``dra`` fixture), so the gpu_ready ``dra`` tests run on both.
+the same tests at a real Kubernetes 1.20 control plane. Seeding goes through the emulator's
+in-process API, or through the kubernetes client on the real server, behind one small
+``KubeTarget`` interface; so do faults and the request record:
+
+- ``kube.outage(s)``: the emulator refuses connections for ``s`` seconds; the real lane stops
+  kube-apiserver for ``s`` seconds and starts it again (``MP_REAL_LANE_CONTROL``, lane-control).
+- ``kube.drop_watches()``: the emulator ends its watch streams; the real lane's front door cuts
+  every connection of the tests' kubeconfig.
+- ``kube.requests()``: the emulator's request log; on the real lane the apiserver's audit log of
+  the tests' list and watch requests since the test began.
+- the ``gpu`` fixture (``gpu_helpers.GpuLab``): GPU nodes and the GPU Operator validator from the
+  emulator's simulators, or from the real lane's fake kubelet (nodes added at runtime, validator
+  pods held not ready) and the real DaemonSet controller.
+
+``resource.k8s.io`` (absent from 1.20) is provided on the real lane by the conformance suite's CRD
+stand-ins (``dra`` fixture). What still needs the emulator (5xx injection) is ``emulator_only``.
 """
 
 from __future__ import annotations
@@ -63,14 +74,60 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 class KubeTarget:
     """Seeding and assertions the tests need, the same on the emulator and on a real server."""
 
-    def __init__(self, kubeconfig: str, emulator: Any = None) -> None:
+    def __init__(self, kubeconfig: str, emulator: Any = None, control: Any = None) -> None:
         self.kubeconfig = kubeconfig
         self.emulator = emulator
+        self.control = control  # k8s_real.control.LaneControl on the real lane
         self._dynamic: Any = None
+        self._since = control.mark() if control is not None else 0
 
     @property
     def real(self) -> bool:
         return self.emulator is None
+
+    def pick(self, emulator: float, real: float) -> float:
+        """A budget (a module timeout) for each target: a real apiserver restarts in 10-40 s."""
+        return real if self.real else emulator
+
+    def _lane(self) -> Any:
+        if self.control is None:
+            pytest.skip("the real lane exports no MP_REAL_LANE_CONTROL (a lane started before lane-control?)")
+        return self.control
+
+    def outage(self, seconds: float) -> None:
+        """The API goes away for ``seconds``. Emulator: connections refused, returns at once (the
+        API comes back by itself). Real lane: kube-apiserver stopped and started again with the same
+        flags, certificates and etcd data; returns once it answers again."""
+        if self.emulator is not None:
+            self.emulator.make_unavailable(seconds)
+            return
+        self._lane().outage(seconds, wait=True)
+
+    def drop_watches(self) -> int:
+        """Every open watch ends mid-stream."""
+        if self.emulator is not None:
+            return self.emulator.drop_watches()
+        return self._lane().drop_watches()
+
+    def requests(self, *, settle: bool = True) -> list[Any]:
+        """The list and watch requests the API saw since this target was made, as ``(verb, path, query)``
+        records (the emulator's log also has every other request; helpers filter by verb).
+
+        On the real lane the audit log gets a watch only when it has ended, a moment after its client
+        went away; ``settle`` re-reads until the record stops growing, for counts after a playbook."""
+        if self.emulator is not None:
+            from kube_helpers import Seen
+
+            return [Seen.from_emulator(r) for r in self.emulator.requests]
+        lane = self._lane()
+        records = lane.requests(since=self._since)
+        for _attempt in range(20 if settle else 0):
+            time.sleep(0.5)
+            again = lane.requests(since=self._since)
+            if len(again) == len(records):
+                break
+            records = again
+        return records
 
     @property
     def dynamic(self) -> Any:
@@ -148,7 +205,9 @@ class KubeTarget:
 def kube() -> Iterator[KubeTarget]:
     """A Kubernetes API to run modules against: a fresh emulator per test, or the real lane."""
     if REAL:
-        yield KubeTarget(os.environ["MP_REAL_KUBECONFIG"])
+        from k8s_real.control import LaneControl
+
+        yield KubeTarget(os.environ["MP_REAL_KUBECONFIG"], control=LaneControl.from_env())
         return
     from lab.kube import KubeEmulator
 
@@ -191,6 +250,18 @@ def dra(kube: KubeTarget, unique: str) -> Iterator[Any]:
         yield cluster
     finally:
         cluster.cleanup()
+
+
+@pytest.fixture
+def gpu(kube: KubeTarget, unique: str) -> Iterator[Any]:
+    """GPU nodes and the GPU Operator validator on either target (``gpu_helpers.GpuLab``)."""
+    from gpu_helpers import GpuLab
+
+    lab = GpuLab(kube, unique)
+    try:
+        yield lab
+    finally:
+        lab.cleanup()
 
 
 @pytest.fixture

@@ -131,6 +131,12 @@ class DraCluster:
         self.kube.apply(body)
         self._slices.append(body["metadata"]["name"])
 
+    def retract(self, node: str) -> None:
+        """Delete the slices published for ``node`` (the driver withdrew them)."""
+        for name in [n for n in self._slices if n.startswith(f"{node}-")]:
+            self.kube.delete(DRA_API, "ResourceSlice", name)
+            self._slices.remove(name)
+
     def cleanup(self) -> None:
         for name in self._slices:
             self.kube.delete(DRA_API, "ResourceSlice", name)

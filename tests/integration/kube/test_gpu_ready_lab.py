@@ -1,9 +1,11 @@
-"""gpu_ready through ansible-playbook.
+"""gpu_ready through ansible-playbook, on the emulator and on the real 1.20 lane.
 
-The ``dra`` tests write nodes and NVIDIA ResourceSlices through the API (``dra`` fixture) and run on
-the emulator and on the real 1.20 lane (CRD stand-ins for resource.k8s.io there, whose lack of
-``fieldSelector=spec.driver`` exercises gpu_ready's client-side fallback). Tests that need the
-emulator's GPU simulators, its request log or fault injection are ``emulator_only``.
+The ``operator``/``allocatable`` tests get their GPU nodes and validator from the ``gpu`` fixture
+(the emulator's simulators, or the real lane's fake kubelet and the real DaemonSet controller with
+validator pods held not ready at an init container). The ``dra`` tests write nodes and NVIDIA
+ResourceSlices through the API (``dra`` fixture; CRD stand-ins for resource.k8s.io on 1.20, whose
+lack of ``fieldSelector=spec.driver`` exercises gpu_ready's client-side fallback). Faults (API down,
+watches dropped) and request counts go through ``kube`` on both targets.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from typing import Any
 
 import pytest
 from dra_helpers import DRA_API, as_v1beta1, resource_slice
-from kube_helpers import list_requests, watch_requests, when_watching
+from kube_helpers import drop_until_relisted, list_requests, watch_requests, when_watching
 
-DAEMONSETS = "/apis/apps/v1/namespaces/gpu-operator/daemonsets"
 NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-POOL = {"modelplane.ai/pool": "gpu"}
 L40S_CLASS = {
     "name": "gpu",
     "claim": "DRA",
@@ -36,62 +36,55 @@ def task(kube: Any, **options: Any) -> dict[str, Any]:
     return {"name": "gpu", "metalplane.inference.gpu_ready": args, "register": "out", "ignore_errors": True}
 
 
-def cpu_node(kube: Any) -> None:
-    """A node outside the GPU pool: the selector must keep it out of every check."""
-    kube.emulator.create(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cpu-0", "labels": {"role": "system"}}}
-    )
-
-
-@pytest.mark.emulator_only
-def test_operator_and_allocatable_ready_at_once(kube: Any, playbook: Any) -> None:
-    cpu_node(kube)
+def test_operator_and_allocatable_ready_at_once(kube: Any, gpu: Any, playbook: Any) -> None:
+    gpu.add_cpu_node("cpu-0")
     for name in ("g1", "g2"):
-        kube.emulator.gpu.add_gpu_node(name, gpus=2, product="L40S", labels=POOL)
-    kube.emulator.gpu.install_operator_validator(ready_after=0)
-    result = playbook([task(kube)]).task("gpu")
+        gpu.add_gpu_node(name, gpus=2, gpu_product="L40S")
+    gpu.install_validator(ready_after=0)
+    result = playbook([task(kube, **gpu.args)]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True
-    assert sorted(result["nodes"]) == ["g1", "g2"]
-    g1 = result["nodes"]["g1"]
+    assert sorted(result["nodes"]) == [gpu.node("g1"), gpu.node("g2")]
+    g1 = result["nodes"][gpu.node("g1")]
     assert (g1["allocatable"], g1["count"], g1["model"], g1["memory"], g1["source"]) == (
         2, 2, "NVIDIA-L40S", "46068Mi", "labels",
     )  # fmt: skip
-    assert result["checks"]["operator"]["ready_pods"] == result["checks"]["operator"]["desired"] > 0
+    assert result["checks"]["operator"]["ready_pods"] == result["checks"]["operator"]["desired"] == 2
 
 
-@pytest.mark.emulator_only
-def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, playbook: Any) -> None:
-    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL, device_plugin=False)
-    kube.emulator.gpu.install_operator_validator(ready_after=None)
-    gpus = {"capacity": {"nvidia.com/gpu": "2"}, "allocatable": {"nvidia.com/gpu": "2", "cpu": "32"}}
-    when_watching(kube, NODES, lambda: kube.emulator.set_status("v1", "Node", "g1", gpus))
-    when_watching(kube, DAEMONSETS, kube.emulator.gpu.validator_ready, after=0.6)
-    result = playbook([task(kube, timeout=30)]).task("gpu")
+def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, gpu: Any, playbook: Any) -> None:
+    gpu.add_gpu_node("g1", gpus=2, device_plugin=False)
+    gpu.install_validator(ready_after=None)
+    when_watching(kube, NODES, lambda: gpu.advertise("g1", 2))
+    when_watching(kube, gpu.daemonsets, gpu.validator_ready, after=0.6)
+    result = playbook([task(kube, **gpu.args, timeout=kube.pick(30, 120))]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True
     assert len(list_requests(kube, NODES)) == 1
-    assert len(list_requests(kube, DAEMONSETS)) == 1
-    assert len(watch_requests(kube, DAEMONSETS)) == 1
+    assert len(list_requests(kube, gpu.daemonsets)) == 1
+    assert len(watch_requests(kube, gpu.daemonsets)) == 1
 
 
-@pytest.mark.emulator_only
-def test_never_ready_says_which_node_lacks_what_and_the_validator_container_states(kube: Any, playbook: Any) -> None:
-    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
-    kube.emulator.gpu.add_gpu_node("g2", gpus=2, labels=POOL, device_plugin=False)
-    kube.emulator.gpu.install_operator_validator(ready_after=None, stuck_at="driver-validation", crash_loop=True)
-    result = playbook([task(kube, timeout=2)]).task("gpu")
+def test_never_ready_says_which_node_lacks_what_and_the_validator_container_states(
+    kube: Any, gpu: Any, playbook: Any
+) -> None:
+    gpu.add_gpu_node("g1", gpus=2)
+    g2 = gpu.add_gpu_node("g2", gpus=2, device_plugin=False)
+    gpu.install_validator(ready_after=None, stuck_at="driver-validation", crash_loop=True)
+    result = playbook([task(kube, **gpu.args, timeout=2)]).task("gpu")
     assert result["failed"] is True
     msg = result["msg"]
     assert msg.startswith("Timed out after 2s waiting for GPU readiness (operator, allocatable): ")
-    assert "DaemonSet gpu-operator/nvidia-operator-validator: 0/" in msg
-    assert "node g2: allocatable nvidia.com/gpu 0 < 2" in msg
-    assert "node g1:" not in msg
+    assert f"DaemonSet {gpu.namespace}/nvidia-operator-validator: 0/" in msg
+    assert f"node {g2}: allocatable nvidia.com/gpu 0 < 2" in msg
+    assert f"node {gpu.node('g1')}:" not in msg
     assert "driver-validation: waiting CrashLoopBackOff" in msg
     pods = result["error"]["validator_pods"]
     assert pods
     assert pods[0]["containers"][0]["name"] == "driver-validation"
-    assert result["error"]["nodes"]["g2"]["missing"] == ["allocatable nvidia.com/gpu 0 < 2"]
+    assert pods[0]["containers"][0]["restarts"] == 3
+    assert pods[0]["phase"] == "Pending"
+    assert result["error"]["nodes"][g2]["missing"] == ["allocatable nvidia.com/gpu 0 < 2"]
 
 
 def test_dra_matches_the_inference_class_and_generates_one(kube: Any, dra: Any, playbook: Any) -> None:
@@ -175,15 +168,14 @@ def test_dra_slices_published_while_waiting(kube: Any, dra: Any, playbook: Any) 
     g1 = dra.node("g1")
     dra.publish(g1, "L40S", 1)  # one GPU of two so far
     # The driver publishes a new pool generation (the old slice stays until it is cleaned up).
-    when_watching(kube, SLICES, lambda: dra.publish(g1, "L40S", 2, generation=2), fallback=8.0)
+    when_watching(kube, SLICES, lambda: dra.publish(g1, "L40S", 2, generation=2))
     result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, timeout=40)]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["nodes"][g1]["count"] == 2  # only the newest generation counts
-    if not kube.real:
-        # The emulator's request log: generation 2 was published only once the module was watching
-        # (when_watching), and the module listed slices once, so it saw generation 2 through the watch.
-        assert len(list_requests(kube, SLICES)) == 1
-        assert len(watch_requests(kube, SLICES)) >= 1
+    # The request record: generation 2 was published only once the module was watching
+    # (when_watching), and the module listed slices once, so it saw generation 2 through the watch.
+    assert len(list_requests(kube, SLICES)) == 1
+    assert len(watch_requests(kube, SLICES)) >= 1
 
 
 def test_dra_api_version_selects_the_resource_slice_api(kube: Any, dra: Any, playbook: Any) -> None:
@@ -239,40 +231,33 @@ def test_dra_field_selector_support_on_this_target(kube: Any, dra: Any) -> None:
         assert {i["spec"]["driver"] for i in items} == {"gpu.nvidia.com"}
 
 
-@pytest.mark.emulator_only
-def test_dra_slices_published_after_a_dropped_watch(kube: Any, playbook: Any) -> None:
-    kube.emulator.gpu.add_gpu_node("g1", gpus=2, product="L40S", labels=POOL, device_plugin=False)
-    kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)  # also creates the DeviceClass
-    kube.emulator.delete(
-        "resource.k8s.io/v1",
-        "ResourceSlice",
-        kube.emulator.list("resource.k8s.io/v1", "ResourceSlice")[0]["metadata"]["name"],
-    )
+def test_dra_slices_published_after_a_dropped_watch(kube: Any, dra: Any, playbook: Any) -> None:
+    g1 = dra.node("g1")
+    dra.publish(g1, "L40S", 2)
+    dra.retract(g1)  # the DeviceClass stays; the node has no slice when the module starts
 
     def drop_then_publish() -> None:
-        kube.emulator.drop_watches()
+        drop_until_relisted(kube, SLICES)
         time.sleep(0.2)
-        kube.emulator.gpu.publish_resource_slices("g1", product="L40S", count=2)
+        dra.publish(g1, "L40S", 2, generation=2)
 
     when_watching(kube, SLICES, drop_then_publish)
-    result = playbook([task(kube, checks=["dra"], timeout=20)]).task("gpu")
+    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, timeout=kube.pick(20, 60))]).task("gpu")
     assert result.get("failed") is not True, result
-    assert result["nodes"]["g1"]["count"] == 2
+    assert result["nodes"][g1]["count"] == 2
     assert len(list_requests(kube, SLICES)) >= 2
 
 
-@pytest.mark.emulator_only
-def test_api_down_mid_wait(kube: Any, playbook: Any) -> None:
-    kube.emulator.gpu.add_gpu_node("g1", gpus=2, labels=POOL)
-    kube.emulator.gpu.install_operator_validator(ready_after=None)
+def test_api_down_mid_wait(kube: Any, gpu: Any, playbook: Any) -> None:
+    gpu.add_gpu_node("g1", gpus=2)
+    gpu.install_validator(ready_after=None)
 
     def outage() -> None:
-        kube.emulator.make_unavailable(1.5)
-        time.sleep(0.3)
-        kube.emulator.gpu.validator_ready()
+        kube.outage(1.5)  # real lane: kube-apiserver stopped 1.5 s, then started again
+        gpu.validator_ready()
 
-    when_watching(kube, DAEMONSETS, outage)
-    result = playbook([task(kube, timeout=30)]).task("gpu")
+    when_watching(kube, gpu.daemonsets, outage)
+    result = playbook([task(kube, **gpu.args, timeout=kube.pick(30, 240))]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True
-    assert len(list_requests(kube, DAEMONSETS)) >= 2
+    assert len(list_requests(kube, gpu.daemonsets)) >= 2
