@@ -239,7 +239,26 @@ def test_longhorn_rwx_lifecycle(
     assert gone.changed() == 0
 
 
-def test_longhorn_rwx_single_node_and_teardown_without_pvc(playbook: Callable[..., Any], ansible_tmp: Path) -> None:
+ROLE = "metalplane.inference.longhorn_rwx : "
+DRIFT_TASK = ROLE + "Report StorageClass settings that differ from this run's but cannot be changed"
+
+
+def drift_report(run: Any) -> str | None:
+    """The drift message of a run, or None when the task was skipped (skips are not in the report)."""
+    try:
+        result = run.task(DRIFT_TASK)
+    except KeyError:
+        return None
+    return None if result.get("skipped") else result["msg"]
+
+
+@pytest.mark.timeout(600)
+def test_longhorn_rwx_scale_up_keeps_the_class_and_reports_drift(
+    playbook: Callable[..., Any], ansible_tmp: Path
+) -> None:
+    """1 GPU node -> 1 replica; a second node -> the role computes 2, but StorageClass parameters are
+    immutable (the emulator answers 422 like kube-apiserver): the class is kept and the drift reported;
+    pinning longhorn_replica_count silences it; deleting the unused class lets the next run recreate it."""
     with KubeEmulator(delay_scale=0.0, name="longhorn1") as api:
         api.gpu.add_gpu_node("gpu-0", gpus=1, taints=[GPU_TAINT])
         up = run_role(playbook, api, ansible_tmp)
@@ -247,6 +266,39 @@ def test_longhorn_rwx_single_node_and_teardown_without_pvc(playbook: Callable[..
         sc = api.get("storage.k8s.io/v1", "StorageClass", SC)
         assert sc is not None
         assert sc["parameters"]["numberOfReplicas"] == "1"
+        assert drift_report(up) is None
+
+        api.gpu.add_gpu_node("gpu-1", gpus=1, taints=[GPU_TAINT])
+        scaled = run_role(playbook, api, ansible_tmp)
+        assert scaled.rc == 0, failure(scaled)
+        after = api.get("storage.k8s.io/v1", "StorageClass", SC)
+        assert after is not None
+        assert after["metadata"]["resourceVersion"] == sc["metadata"]["resourceVersion"]
+        assert after["parameters"] == sc["parameters"]
+        assert not scaled.task(f"{ROLE}RWX StorageClass {SC}")["changed"]
+        drift = drift_report(scaled)
+        assert drift is not None, failure(scaled)
+        assert f'StorageClass {SC} keeps parameters.numberOfReplicas "1" (this run: "2")' in drift
+        assert "delete the StorageClass while no PersistentVolumeClaim uses it" in drift
+        assert "longhorn_replica_count: 1" in drift
+        # The Longhorn setting is mutable and follows the nodes (new volumes of other classes).
+        setting = api.get("longhorn.io/v1beta2", "Setting", "default-replica-count", NS)
+        assert setting is not None
+        assert setting["value"] == "2"
+
+        pinned = run_role(playbook, api, ansible_tmp, longhorn_replica_count=1)
+        assert pinned.rc == 0, failure(pinned)
+        assert drift_report(pinned) is None
+
+        # The documented fix: delete the class while no PVC uses it, run again.
+        api.delete("storage.k8s.io/v1", "StorageClass", SC)
+        recreated = run_role(playbook, api, ansible_tmp)
+        assert recreated.rc == 0, failure(recreated)
+        sc = api.get("storage.k8s.io/v1", "StorageClass", SC)
+        assert sc is not None
+        assert sc["parameters"]["numberOfReplicas"] == "2"
+        assert drift_report(recreated) is None
+
         down = run_role(playbook, api, ansible_tmp, longhorn_state="absent")
         assert down.rc == 0, failure(down)
         assert api.get("storage.k8s.io/v1", "StorageClass", SC) is None
