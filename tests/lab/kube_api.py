@@ -104,6 +104,31 @@ def invalid(rtype: ResourceType, name: str, causes: list[dict[str, str]]) -> Api
     return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}', details)
 
 
+def _managed_order(entry: Obj) -> tuple[str, str, str, str, str]:
+    # kube-apiserver's sortEncodedManagedFields: operation (Apply before Update), then time (to the
+    # second: RFC 3339 strings compare in time order), manager, apiVersion, subresource.
+    return (
+        entry.get("operation") or "",
+        entry.get("time") or "",
+        entry.get("manager") or "",
+        entry.get("apiVersion") or "",
+        entry.get("subresource") or "",
+    )
+
+
+def tidy_managed_fields(obj: Obj) -> None:
+    """managedFields as kube-apiserver stores them after a write: a field the object no longer has is
+    owned by no one, an entry left owning nothing is dropped, and the entries are sorted."""
+    entries = []
+    for entry in obj["metadata"].get("managedFields") or []:
+        paths = patching.from_fields_v1(entry.get("fieldsV1") or {})
+        kept = {p for p in paths if patching.value_at(obj, p)[0]}
+        if kept:
+            entries.append(entry if kept == paths else {**entry, "fieldsV1": patching.to_fields_v1(kept)})
+    entries.sort(key=_managed_order)
+    obj["metadata"]["managedFields"] = entries
+
+
 # The options kind a write verb decodes its query into (named in the 422 of a bad ``dryRun``).
 OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
 # The only dryRun value kube-apiserver accepts (``metav1.DryRunAll``).
@@ -620,6 +645,7 @@ class ApiServer:
             else:
                 fields = patching.field_set(patching.strip_server_fields(obj), rtype.object_schema())
                 meta["managedFields"] = [self._managed_entry(rtype, manager, "Update", fields)]
+            tidy_managed_fields(obj)
             if query.get("dryRun") == "All":  # nothing stored: no resourceVersion, as on kube-apiserver
                 return Response(201, self._out(rtype, obj))
             stored = self.store.put(key, obj, "ADDED", None)
@@ -762,6 +788,7 @@ class ApiServer:
         else:
             meta["managedFields"] = old_meta.get("managedFields") or []
             self._update_managed(rtype, old, new, manager, target.sub)
+        tidy_managed_fields(new)
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if self._same(new, old):
             return Response(200, self._out(rtype, old))
@@ -848,10 +875,10 @@ class ApiServer:
         applied["metadata"]["name"] = target.name
         schema = rtype.object_schema()
         if target.sub == "status":
-            applied_fields = {p for p in patching.field_set(applied, schema) if p[0] == "f:status"}
+            applied_fields = {p for p in patching.field_set(applied, schema, apply=True) if p[0] == "f:status"}
         else:
             applied = {k: v for k, v in applied.items() if k != "status"}
-            applied_fields = patching.field_set(applied, schema)
+            applied_fields = patching.field_set(applied, schema, apply=True)
         with self.store.lock:
             old = self.store.get(self.key(rtype, applied["metadata"].get("namespace"), str(target.name)))
             if old is None:

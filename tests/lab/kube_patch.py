@@ -120,23 +120,39 @@ def _list_item_key(item: Any, keys: list[str] | None) -> str | None:
     return None
 
 
-def field_set(obj: Any, schema: schemas.Schema | None, prefix: FieldPath = ()) -> set[FieldPath]:
-    """The leaf and node paths an object (an applied configuration) sets."""
+def field_set(
+    obj: Any, schema: schemas.Schema | None, prefix: FieldPath = (), *, apply: bool = False
+) -> set[FieldPath]:
+    """The leaf and node paths an object sets, as structured-merge-diff counts them.
+
+    A node path ends in ``"."``: a keyed list item always (``k:{...}`` with ``.``); a map or object
+    only for an Update (``apply=False``), where a map the update creates is owned as a whole (what
+    kube-apiserver shows as ``f:labels: {.: {}, ...}``), never for an Apply, whose set holds leaves
+    and list items only. Fields a ``x-kubernetes-preserve-unknown-fields`` schema does not declare
+    are leaves, whatever their value (the apiserver does not descend into them).
+    """
     paths: set[FieldPath] = set()
     if isinstance(obj, dict):
+        resolved = schemas.resolve(schema)
         for name, value in obj.items():
             if not prefix and name in ("apiVersion", "kind"):
                 continue
             if not prefix and name == "metadata":
                 for meta_key in ("labels", "annotations"):
-                    for label in (value or {}).get(meta_key) or {}:
+                    entries = (value or {}).get(meta_key) or {}
+                    if entries and not apply:
+                        paths.add(("f:metadata", f"f:{meta_key}", "."))
+                    for label in entries:
                         paths.add(("f:metadata", f"f:{meta_key}", f"f:{label}"))
                 continue
             path = (*prefix, f"f:{name}")
             sub = schemas.child_schema(schema, name)
-            if isinstance(value, dict) and value and _is_granular_map(sub):
-                paths.add((*path, "."))
-                paths |= field_set(value, sub, path)
+            if sub is None and resolved is not None:
+                paths.add(path)  # undeclared under preserve-unknown-fields: a leaf
+            elif isinstance(value, dict) and value and _is_granular_map(sub):
+                if not apply:
+                    paths.add((*path, "."))
+                paths |= field_set(value, sub, path, apply=apply)
             elif isinstance(value, list) and value:
                 keys = schemas.list_merge_keys(sub)
                 item_schema = schemas.child_schema(sub, 0)
@@ -146,10 +162,12 @@ def field_set(obj: Any, schema: schemas.Schema | None, prefix: FieldPath = ()) -
                     if item_key:
                         granular = True
                         paths.add((*path, item_key, "."))
-                        paths |= field_set(item, item_schema, (*path, item_key))
+                        paths |= field_set(item, item_schema, (*path, item_key), apply=apply)
                     elif schemas.is_set_list(sub) and not isinstance(item, dict | list):
                         granular = True
                         paths.add((*path, "v:" + json.dumps(item)))
+                if granular and not apply:
+                    paths.add((*path, "."))
                 if not granular:
                     paths.add(path)
             else:
@@ -262,12 +280,20 @@ def strip_server_fields(obj: Any) -> Any:
 
 
 def to_fields_v1(paths: set[FieldPath]) -> dict[str, Any]:
+    """FieldsV1 of a set of paths; a node owned with no owned children is ``{}``, as the apiserver
+    encodes it (``{".": {}}`` only appears next to owned children)."""
     tree: dict[str, Any] = {}
     for path in sorted(paths):
         node = tree
         for element in path:
             node = node.setdefault(element, {})
-    return tree
+
+    def compact(node: dict[str, Any]) -> dict[str, Any]:
+        if set(node) == {"."}:
+            return {}
+        return {key: compact(child) for key, child in node.items()}
+
+    return compact(tree)
 
 
 def from_fields_v1(tree: dict[str, Any], prefix: FieldPath = ()) -> set[FieldPath]:
