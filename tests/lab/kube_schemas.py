@@ -139,8 +139,87 @@ def crd_validator(schema: Schema) -> jsonschema.protocols.Validator:
     return jsonschema.Draft4Validator(translated)
 
 
+# JSON types as kube-openapi names them in "must be of type" messages.
+_JSON_TYPE = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return next((name for kind, name in _JSON_TYPE if isinstance(value, kind)), "object")
+
+
+def _go_value(value: Any) -> str:
+    """A value as Go's field.Invalid prints it: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _crd_cause(error: jsonschema.ValidationError) -> dict[str, str]:  # noqa: PLR0911 - one case per keyword
+    """A custom-resource validation error the way kube-apiserver reports it (go-openapi's messages in a
+    field.Error: ``Invalid value: <value>: <path> in body <rule>``), as recorded on the real lane."""
+    path = _path(error)
+    value, rule = error.instance, error.validator_value
+
+    def invalid(shown: str, text: str) -> dict[str, str]:
+        return {
+            "reason": "FieldValueInvalid",
+            "field": path,
+            "message": f"Invalid value: {shown}: {path} in body {text}",
+        }
+
+    if error.validator == "type":
+        actual = json.dumps(_json_type(value))
+        wanted = rule if isinstance(rule, str) else "/".join(rule)
+        return invalid(actual, f"must be of type {wanted}: {actual}")
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else ""
+        field = f"{path}.{missing}" if path != "<root>" else missing
+        return {"reason": "FieldValueRequired", "field": field, "message": "Required value"}
+    if error.validator == "enum":
+        supported = ", ".join(json.dumps(v) for v in rule)
+        return {"reason": "FieldValueNotSupported", "field": path,
+                "message": f"Unsupported value: {_go_value(value)}: supported values: {supported}"}  # fmt: skip
+    exclusive = bool(error.schema.get("exclusiveMinimum" if error.validator == "minimum" else "exclusiveMaximum"))
+    texts = {
+        "minimum": f"should be greater than {'' if exclusive else 'or equal to '}{_number(rule)}",
+        "maximum": f"should be less than {'' if exclusive else 'or equal to '}{_number(rule)}",
+        "pattern": f"should match '{rule}'",
+        "maxLength": f"should be at most {rule} chars long",
+        "minLength": f"should be at least {rule} chars long",
+        "multipleOf": f"should be a multiple of {_number(rule)}",
+    }
+    if error.validator in texts:
+        return invalid(_go_value(value), texts[error.validator])
+    if error.validator in ("maxItems", "minItems"):
+        bound = "at most" if error.validator == "maxItems" else "at least"
+        return invalid(str(len(value)), f"should have {bound} {rule} items")
+    if error.validator in ("maxProperties", "minProperties"):
+        bound = "at most" if error.validator == "maxProperties" else "at least"
+        return invalid(str(len(value)), f"should have {bound} {rule} properties")
+    return invalid(_go_value(value), error.message)
+
+
 def validate_custom(validator: jsonschema.protocols.Validator, obj: dict[str, Any]) -> list[dict[str, str]]:
-    return _causes(validator, obj)
+    """Validation causes (empty when valid) for a custom resource, worded like kube-apiserver's."""
+    errors = sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))
+    return [_crd_cause(error) for error in errors]
 
 
 def prune_and_default(schema: Schema | None, value: Any) -> Any:
