@@ -2,9 +2,23 @@
 
 Why: Helm silently ignores an unknown values key, so a typo (``longhornManager.toleration``) or a key
 that only the lab stand-in chart knows would leave the GPU nodes without Longhorn and nothing would
-fail. The real chart cannot be downloaded here, so the documented keys the role relies on are listed
-below with their source, and the role's values template (rendered by Ansible's own templar with the
-role defaults) must not use any other key. The stand-in chart must declare the same keys.
+fail. The role's values template (rendered by Ansible's own templar with the role defaults) must not
+use any key outside DOCUMENTED_KEYS, and the stand-in chart must declare the same keys.
+
+Where the keys come from: the chart ``longhorn/longhorn`` at the version the role pins
+(``longhorn_chart_version`` 1.12.2, DOCUMENTED_FOR), upstream file ``chart/values.yaml`` of the
+longhorn/longhorn repository (tag v1.12.2; the chart is published at https://charts.longhorn.io).
+That file cannot be fetched here: no package on PyPI or npm ships it (checked 2026-12: npm has no
+``longhorn`` package, PyPI's ``longhorn`` is an unrelated blog engine, and neither registry lists a
+Longhorn chart), so there is nothing to pin by checksum. The list is therefore typed by hand from
+the project's reference, ``shared/reference/baremetal-gpu-k8s.md`` §5.3 (values for a tainted node,
+read from chart/values.yaml on master 1.12.0-dev, longhorn/longhorn commit bb2f2223 of 2026-08-21,
+and website docs 1.12.2 commit 0f622500) and §5.5 (deletingConfirmationFlag before uninstall). Every
+key except ``global.tolerations`` and ``defaultSettings.deletingConfirmationFlag`` also appears in
+the chart's values.yaml of v1.3.3-rc2 (a copy of that file was read for this check), so these are
+long-standing keys. When the pinned chart version
+changes, test_key_list_matches_the_pinned_chart_version fails until the list is checked against that
+version's values.yaml and DOCUMENTED_FOR is moved.
 """
 
 from __future__ import annotations
@@ -21,13 +35,12 @@ REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "longhorn_rwx"
 STANDIN_VALUES = REPO / "tests" / "lab" / "charts" / "longhorn-standin" / "values.yaml"
 
-# Documented values keys of the chart longhorn/longhorn, file chart/values.yaml.
-# Source: /work/shared/reference/baremetal-gpu-k8s.md §5.3 ("Helm values for a tainted node",
-# chart/values.yaml on master 1.12.0-dev, longhorn/longhorn commit bb2f2223 of 2026-08-21; website
-# docs 1.12.2 commit 0f622500) and §5.5 (deletingConfirmationFlag before uninstall).
-# persistence.defaultClass is not named in the reference; it is the first key of the `persistence`
-# block of chart/values.yaml in every released chart (v1.3 onwards, "Setting that allows you to
-# specify the default Longhorn StorageClass"); next to persistence.defaultClassReplicaCount.
+# Documented values keys of the chart longhorn/longhorn (chart/values.yaml), as of DOCUMENTED_FOR.
+# Source: see the module docstring. persistence.defaultClass is not named in the reference; it is the
+# first key of the `persistence` block of chart/values.yaml in every released chart (v1.3 onwards,
+# "Setting that allows you to specify the default Longhorn StorageClass"), next to
+# persistence.defaultClassReplicaCount.
+DOCUMENTED_FOR = "1.12.2"
 DOCUMENTED_KEYS = frozenset(
     {
         "global.tolerations",
@@ -132,3 +145,10 @@ def test_argument_spec_documents_every_default() -> None:
             assert defaults[name] == option["default"], name
     assert spec["longhorn_kubeconfig"]["required"] is True
     assert "longhorn_kubeconfig" not in defaults
+
+
+def test_key_list_matches_the_pinned_chart_version() -> None:
+    """A new pinned chart version needs the key list checked against its values.yaml first."""
+    spec = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert str(role_defaults()["longhorn_chart_version"]) == DOCUMENTED_FOR
+    assert str(spec["longhorn_chart_version"]["default"]) == DOCUMENTED_FOR
