@@ -6,7 +6,8 @@
 #   make test-k8s-real    build once (~6 min, cached outside the repo), start the lane, run the
 #                         Kubernetes suites against it, always stop the lane
 #   make k8s-real-build   only the build (skipped when the binaries are cached)
-#   make k8s-real-up / k8s-real-status / k8s-real-down   drive the lane by hand
+#   make k8s-real-up / k8s-real-status / k8s-real-down   drive the lane by hand (status prints the
+#                         lane-control URL; tests read it from lane.json next to the kubeconfig)
 
 VENV ?= .venv
 # Prerequisite that creates $(VENV); the main Makefile's `venv` target.
@@ -30,9 +31,11 @@ K8S_REAL_LANE_ARGS = --state-dir "$(K8S_REAL_STATE)" --nodes $(K8S_REAL_NODES) -
 k8s-real-build:
 	$(K8S_REAL_ENV) scripts/k8s-real/build.sh
 
-# `lane.py run` starts the lane, runs pytest with MP_KUBE_TARGET=real and
-# MP_REAL_KUBECONFIG=<state>/kubeconfig, and stops every process it started whatever pytest did
-# (also on Ctrl-C / SIGTERM); the recipe's exit status is pytest's.
+# `lane.py run` starts the lane, runs pytest with MP_KUBE_TARGET=real,
+# MP_REAL_KUBECONFIG=<state>/kubeconfig and MP_REAL_LANE_CONTROL=<lane-control URL: apiserver
+# outages, dropped watches, the audit request record, fake-kubelet nodes and pod rules>, and stops
+# every process it started whatever pytest did (also on Ctrl-C / SIGTERM); the recipe's exit status
+# is pytest's.
 test-k8s-real: $(K8S_REAL_VENV_DEP) k8s-real-build
 	$(K8S_REAL_LANE) run $(K8S_REAL_LANE_ARGS) -- \
 		$(VENV)/bin/pytest $(wildcard $(K8S_REAL_SUITES)) -m "$(K8S_REAL_MARKERS)" $(K8S_REAL_PYTEST_ARGS)
