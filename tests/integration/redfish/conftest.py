@@ -2,7 +2,7 @@
 
 Every test file here starts its labs through ``start_redfish_lab`` (its own BMC specs and delay
 scale) so that start and stop live in one place; ``redfish_lab`` is the common case, one BMC per
-personality with instant transitions.
+personality with instant transitions but for a short reset window.
 """
 
 from __future__ import annotations
@@ -36,10 +36,25 @@ def start_redfish_lab() -> Iterator[StartLab]:
         yield start
 
 
+# Instant transitions except a Manager reset, which takes a short real window (seconds at delay
+# scale 1: dropped, busy, 401, then up). With no window at all the BMC never looks down after a
+# reset, and every reset (bmc_reset, the ladder's last rung) waits the module's full 45 s
+# "went down" timeout (session.DOWN_TIMEOUT) before it polls for readiness.
+INSTANT_BUT_RESET = {
+    "power_delay": 0.0,
+    "lc_delay": 0.0,
+    "task_delay": 0.0,
+    "reset_down": 0.6,
+    "reset_busy": 0.2,
+    "reset_unauth": 0.3,
+}
+
+
 @pytest.fixture(scope="module")
 def redfish_lab(start_redfish_lab: StartLab) -> RedfishLab:
-    """One BMC per personality (``<personality>-1``), powered off, instant transitions."""
-    return start_redfish_lab([BmcSpec(name=f"{p}-1", personality=p, power_state="Off") for p in PERSONALITIES])
+    """One BMC per personality (``<personality>-1``), powered off; see ``INSTANT_BUT_RESET``."""
+    bmcs = [BmcSpec(name=f"{p}-1", personality=p, power_state="Off", **INSTANT_BUT_RESET) for p in PERSONALITIES]
+    return start_redfish_lab(bmcs, delay_scale=1.0)
 
 
 @pytest.fixture(scope="module")
