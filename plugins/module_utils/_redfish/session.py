@@ -505,16 +505,20 @@ class RedfishClient:
             return True
         return response.status_code in (401, 403) or response.status_code >= 500
 
-    def wait_ready(self, timeout: float, *, sleep: Any = None, down_timeout: float = DOWN_TIMEOUT) -> int:
+    def wait_ready(
+        self, timeout: float, *, sleep: Any = None, clock: Any = None, down_timeout: float = DOWN_TIMEOUT
+    ) -> int:
         """After a reset: see it go down, drop the client, wait until it answers, log in again.
 
         A BMC keeps answering for a few seconds after accepting a reset, so "up" right after the
         request proves nothing: first wait (at most ``down_timeout``) until the old session stops
-        working. Returns the number of readiness polls.
+        working. A BMC that never seems to go down (the reset was instant, or ignored) costs that
+        wait and no error: readiness decides. Returns the number of readiness polls.
         """
         import time
 
         do_sleep = sleep or time.sleep
+        now = clock or time.monotonic
         if self._conn is not None and down_timeout > 0:
             with contextlib.suppress(MetalplaneError):  # it may have restarted between two polls
                 wait_for(
@@ -523,6 +527,7 @@ class RedfishClient:
                     what="the BMC to go down for its reset",
                     backoff=DOWN_BACKOFF,
                     sleep=do_sleep,
+                    clock=now,
                 )
         self.close()
         polls = 0
@@ -551,6 +556,7 @@ class RedfishClient:
             what=f"the BMC at {self.params.bmc_url} to be ready",
             backoff=READY_BACKOFF,
             sleep=do_sleep,
+            clock=now,
         )
         return polls
 

@@ -184,3 +184,49 @@ def test_wait_ready_timing_out_leaves_no_session(bmc_factory: Any) -> None:
     assert (bmc.logins, bmc.sessions) == (2, set())
     client.close()
     assert bmc.sessions == set()
+
+
+class FakeClock:
+    """Monotonic time that moves only when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    ("down_after", "waited"),
+    [
+        (0, 0.0),  # the old session fails at once: no waiting for the reset to show
+        (3, None),  # it keeps serving for two more checks, then goes down: some waiting, less than the cap
+        (None, session_mod.DOWN_TIMEOUT),  # it never seems to go down: the whole cap, then readiness decides
+    ],
+)
+def test_wait_ready_waits_for_the_reset_to_show_at_most_down_timeout(
+    bmc_factory: Any, monkeypatch: pytest.MonkeyPatch, down_after: int | None, waited: float | None
+) -> None:
+    checks: list[float] = []
+    clock = FakeClock()
+
+    def went_down(_self: RedfishClient) -> bool:
+        checks.append(clock.now)
+        return down_after is not None and len(checks) > down_after
+
+    monkeypatch.setattr(RedfishClient, "went_down", went_down)
+    bmc_factory(["ok", "ok"])
+    with RedfishClient(PARAMS) as client:
+        assert client.wait_ready(60, sleep=clock.sleep, clock=clock) == 1  # then one readiness poll: up
+    down_wait = checks[-1]  # the fake time of the last "went down?" check: all waiting before it
+    if waited is None:
+        assert 0 < down_wait < session_mod.DOWN_TIMEOUT
+        assert len(checks) == down_after + 1
+    else:
+        assert down_wait == pytest.approx(waited)
+        assert clock.now == pytest.approx(waited)  # readiness answered at once: nothing slept after
