@@ -38,7 +38,7 @@ from .client import VultrClient
 from .cluster import ClusterSpec, cluster_drift, cluster_spec_from_params, create_body, find_by_label, version_drift
 from .errors import ineligible_plan_error, is_ineligible_plan, is_server_error, vpc_only_error
 from .node_pool import PoolSpec, pool_spec_from_params
-from .pool_ops import PoolOptions, reconcile_pool, remove_pools
+from .pool_ops import PoolOptions, needs_new_pool, plan_reconcile, reconcile_pool, remove_pools
 from .versions import LATEST, is_exact, matches, normalise, version_key
 from .waits import POLL_BACKOFF, cluster_ready, status_view, wait_cluster_active, wait_gone
 
@@ -131,7 +131,9 @@ def _present(
             return result
     else:
         cluster = _existing(client, spec, cluster, params=params, check=check, result=result)
-    if params["wait"] and not check and cluster.get("status") != "active":
+    # Not just the cluster's status: after an interrupted run it may be active while its pools or
+    # nodes are still pending. The embedded pools make this free when everything is ready.
+    if params["wait"] and not check and not cluster_ready(cluster):
         cluster = wait_cluster_active(client, cluster["id"], timeout)
     if pool_specs:
         cluster = _converge_pools(client, cluster, pool_specs, params=params, check=check, result=result)
@@ -183,17 +185,33 @@ def _converge_pools(
     check: bool,
     result: dict,
 ) -> dict[str, Any]:
-    """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal)."""
-    pools_result = []
-    changed = False
-    for index, (pool_spec, item) in enumerate(pool_specs):
-        opts = PoolOptions(
+    """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal).
+
+    Every pool is planned before the first write: a conflict (a foreign pool, an immutable change
+    without ``replace``) or a plan not sold in the region (one ``availability`` request, only when a
+    pool is to be created or replaced) fails the task with nothing changed.
+    """
+    options = [
+        PoolOptions(
             replace=bool(item.get("replace")),
             check_mode=check,
             wait=params["wait"],
             wait_timeout=params["wait_timeout"],
             field_prefix=f"node_pools[{index}].",
         )
+        for index, (_spec, item) in enumerate(pool_specs)
+    ]
+    new_plans: dict[str, str] = {}
+    for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True)):
+        if item.get("state") == "absent":
+            continue
+        plan = plan_reconcile(cluster, pool_spec, opts)[2]
+        if needs_new_pool(plan):
+            new_plans[f"node_pools[{index}].plan"] = pool_spec.plan
+    check_plans_available(client, cluster["region"], new_plans)
+    pools_result = []
+    changed = False
+    for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True)):
         if item.get("state") == "absent":
             outcome = remove_pools(client, cluster, pool_spec, opts)
         else:

@@ -174,22 +174,17 @@ def _locate(
     return current, stale
 
 
-def reconcile_pool(
-    client: VultrClient, cluster: dict[str, Any], spec: PoolSpec, opts: PoolOptions, *, pool_id: str | None = None
-) -> dict[str, Any]:
-    """Converge one pool of ``cluster`` (an object that embeds its pools) to ``spec``."""
-    cluster_id = cluster["id"]
-    pools = list(cluster.get("node_pools") or [])
-    check_label = pool_id is not None
+def plan_reconcile(
+    cluster: dict[str, Any], spec: PoolSpec, opts: PoolOptions, *, pool_id: str | None = None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], PoolPlan]:
+    """The pool to converge, our stale generations and the plan; no request.
+
+    Raises what would stop :func:`reconcile_pool` before its first write (a foreign pool without
+    ``force``, an immutable change without ``replace``), so a caller converging several pools can
+    check them all before touching any.
+    """
     current, stale = _locate(cluster, spec, opts, pool_id)
-    plan = plan_pool(spec, current, check_label=check_label)
-    result: dict[str, Any] = {
-        "label": spec.label,
-        "plan": plan.summary(),
-        "drift": [{"field": k, "observed": o, "desired": d} for k, (o, d) in plan.drift.items()],
-        "actions": [],
-        "diff": {"before": pool_view(current), "after": spec.as_dict()},
-    }
+    plan = plan_pool(spec, current, check_label=pool_id is not None)
     if plan.immutable and not opts.replace:
         fields = ", ".join(f"{k} ({o!r} -> {d!r})" for k, (o, d) in plan.immutable.items())
         raise ConflictError(
@@ -197,6 +192,28 @@ def reconcile_pool(
             "a new pool with the new settings, wait until it is active, then delete the old one.",
             details={"immutable": plan.summary()["immutable"]},
         )
+    return current, stale, plan
+
+
+def needs_new_pool(plan: PoolPlan) -> bool:
+    """The plan POSTs a pool (a create, or a replace): its ``plan`` must be sold in the region."""
+    return plan.create or bool(plan.immutable)
+
+
+def reconcile_pool(
+    client: VultrClient, cluster: dict[str, Any], spec: PoolSpec, opts: PoolOptions, *, pool_id: str | None = None
+) -> dict[str, Any]:
+    """Converge one pool of ``cluster`` (an object that embeds its pools) to ``spec``."""
+    cluster_id = cluster["id"]
+    pools = list(cluster.get("node_pools") or [])
+    current, stale, plan = plan_reconcile(cluster, spec, opts, pool_id=pool_id)
+    result: dict[str, Any] = {
+        "label": spec.label,
+        "plan": plan.summary(),
+        "drift": [{"field": k, "observed": o, "desired": d} for k, (o, d) in plan.drift.items()],
+        "actions": [],
+        "diff": {"before": pool_view(current), "after": spec.as_dict()},
+    }
     replacing = bool(plan.immutable)
     result["changed"] = plan.changed or bool(stale)
     if opts.check_mode:
