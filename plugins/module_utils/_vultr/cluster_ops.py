@@ -121,6 +121,7 @@ def _present(
     actions: list[str] = []
     result: dict[str, Any] = {"changed": False, "actions": actions, "drift": []}
     before = cluster_view(cluster)
+    created = cluster is None
     if cluster is None:
         cluster = _create(client, spec, pool_specs, params=params, check=check, actions=actions)
         result["changed"] = True
@@ -136,7 +137,9 @@ def _present(
     if params["wait"] and not check and not cluster_ready(cluster):
         cluster = wait_cluster_active(client, cluster["id"], timeout)
     if pool_specs:
-        cluster = _converge_pools(client, cluster, pool_specs, params=params, check=check, result=result)
+        cluster = _converge_pools(
+            client, cluster, pool_specs, params=params, check=check, result=result, plans_checked=created
+        )
     if params.get("kubeconfig_path"):
         if _kubeconfig(client, cluster, Path(params["kubeconfig_path"]), check, module):
             result["changed"] = True
@@ -184,12 +187,14 @@ def _converge_pools(
     params: dict[str, Any],
     check: bool,
     result: dict,
+    plans_checked: bool = False,
 ) -> dict[str, Any]:
     """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal).
 
     Every pool is planned before the first write: a conflict (a foreign pool, an immutable change
     without ``replace``) or a plan not sold in the region (one ``availability`` request, only when a
-    pool is to be created or replaced) fails the task with nothing changed.
+    pool is to be created or replaced) fails the task with nothing changed. ``plans_checked``: the
+    cluster was just created, and ``_create`` checked every pool's plan already.
     """
     options = [
         PoolOptions(
@@ -208,7 +213,8 @@ def _converge_pools(
         plan = plan_reconcile(cluster, pool_spec, opts)[2]
         if needs_new_pool(plan):
             new_plans[f"node_pools[{index}].plan"] = pool_spec.plan
-    check_plans_available(client, cluster["region"], new_plans)
+    if not plans_checked:
+        check_plans_available(client, cluster["region"], new_plans)
     pools_result = []
     changed = False
     for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True)):
