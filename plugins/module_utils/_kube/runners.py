@@ -21,7 +21,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     WaitTimeout,
 )
 
-from . import gpu, readiness
+from . import gpu, readiness, selector
 from .args import resolve_auth
 from .client import KUBERNETES_IMPORT_ERROR, KubeClient
 from .watch import Feed, KubeFeed, Outcome, WatchSpec, follow, observe_once
@@ -40,16 +40,21 @@ def open_feed(module: Any) -> tuple[KubeClient, Feed]:
 
 
 def label_selector(value: Any, field: str) -> str | None:
-    """A label selector from a string, a list of terms, or a ``{label: value}`` mapping."""
+    """A label selector from a string, a list of terms, or a ``{label: value}`` mapping.
+
+    Its syntax is checked here (``selector.check``), so a malformed one fails naming ``field``
+    before any request, not with the server's ``400 unable to parse requirement``."""
     if value is None or value in ("", [], {}):
         return None
     if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return ",".join(value)
-    raise InputError(field, f"must be a label selector string, a list of terms or a mapping, got {value!r}")
+        text = value
+    elif isinstance(value, Mapping):
+        return selector.from_mapping(value, field)
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        text = ",".join(value)
+    else:
+        raise InputError(field, f"must be a label selector string, a list of terms or a mapping, got {value!r}")
+    return selector.check(text, field)
 
 
 # --- kube_ready ----------------------------------------------------------------------------------
