@@ -37,6 +37,8 @@ options:
     description:
       - Label selector of the GPU pool's nodes, as a string (V(modelplane.ai/pool=gpu)) or a mapping of labels.
       - Omitted, every node must pass the node checks.
+      - The syntax (Kubernetes label selector grammar, label key and value rules) is checked before any
+        request; a malformed selector fails naming this option.
     type: raw
   gpus_per_node:
     description:

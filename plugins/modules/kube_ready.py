@@ -41,6 +41,8 @@ options:
     description:
       - Label selector terms (ANDed), for example V(app=web) or V(tier in (gpu,cpu)).
       - Without O(name) or O(label_selectors), every object of the kind (in O(namespace)) must be ready.
+      - The syntax (Kubernetes label selector grammar, label key and value rules) is checked before any
+        request; a malformed selector fails naming this option.
     type: list
     elements: str
     default: []
