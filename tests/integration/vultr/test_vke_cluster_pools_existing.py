@@ -11,23 +11,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from integration.vultr._tasks import cluster_task, failing
+
 from lab.vultr import VultrEmulator
 
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
 GPU_PLAN_2 = "vcg-a16-6c-64g-16vram"
 UNKNOWN_PLAN = "vcg-nope-1c-1g-1vram"
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
-
-
-def cluster_task(name: str, **options: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "metalplane.inference.vke_cluster": {"label": "inf", "region": "ewr", "version": "1.36", **options},
-    }
-
-
-def failing(task: dict[str, Any]) -> dict[str, Any]:
-    return {**task, "ignore_errors": True}
 
 
 def gpu(label: str, plan: str = GPU_PLAN, **options: Any) -> dict[str, Any]:

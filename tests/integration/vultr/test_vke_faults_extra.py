@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from integration.vultr._tasks import cluster_task, failing, pool_task
 
 from lab.vultr import VultrEmulator
 from lab.vultr_contract import Exchange
@@ -32,21 +33,6 @@ POOLS = r"/v2/kubernetes/clusters/[^/]+/node-pools$"
 # request and its retry (the log's timestamps are taken after each answer, so a little slack).
 RETRY_AFTER = 2
 MIN_RETRY_GAP = 1.9
-
-
-def cluster_task(name: str, **options: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "metalplane.inference.vke_cluster": {"label": "inf", "region": "ewr", "version": "1.36", **options},
-    }
-
-
-def pool_task(name: str, **options: Any) -> dict[str, Any]:
-    return {"name": name, "metalplane.inference.vke_node_pool": {"cluster": "inf", **options}}
-
-
-def failing(task: dict[str, Any]) -> dict[str, Any]:
-    return {**task, "ignore_errors": True}
 
 
 def matching(entries: list[dict[str, Any]], method: str, path: str) -> list[int]:

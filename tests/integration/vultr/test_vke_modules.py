@@ -11,6 +11,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from integration.vultr._tasks import cluster_task, pool_task
+
 from lab.vultr import VultrEmulator
 
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
@@ -20,17 +22,6 @@ GPU_PLAN_2 = "vcg-a16-6c-64g-16vram"
 def creating_requests(emu: VultrEmulator) -> list[dict[str, Any]]:
     """Requests that could create something (every POST)."""
     return [r for r in emu.requests if r["method"] == "POST"]
-
-
-def cluster_task(name: str, **options: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "metalplane.inference.vke_cluster": {"label": "inf", "region": "ewr", "version": "1.36", **options},
-    }
-
-
-def pool_task(name: str, **options: Any) -> dict[str, Any]:
-    return {"name": name, "metalplane.inference.vke_node_pool": {"cluster": "inf", **options}}
 
 
 def only_cluster(emu: VultrEmulator) -> dict[str, Any]:

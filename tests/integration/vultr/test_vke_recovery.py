@@ -11,27 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from integration.vultr._tasks import cluster_task, failing, pool_task
 
 from lab.vultr import VultrEmulator
 
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
 GPU_PLAN_2 = "vcg-a16-6c-64g-16vram"
 CLUSTERS = r"/kubernetes/clusters$"
-
-
-def cluster_task(name: str, **options: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "metalplane.inference.vke_cluster": {"label": "inf", "region": "ewr", "version": "1.36", **options},
-    }
-
-
-def pool_task(name: str, **options: Any) -> dict[str, Any]:
-    return {"name": name, "metalplane.inference.vke_node_pool": {"cluster": "inf", **options}}
-
-
-def failing(task: dict[str, Any]) -> dict[str, Any]:
-    return {**task, "ignore_errors": True}
 
 
 def only_cluster(emu: VultrEmulator) -> dict[str, Any]:
