@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,3 +206,30 @@ def wait_deleted(read: Callable[[], Any], timeout: float = 30.0, what: str = "de
 def sleep_briefly(seconds: float = 0.2) -> None:
     """Give an asynchronous server a moment (only used to show something did NOT happen)."""
     time.sleep(seconds)
+
+
+def thing_crd(*schemas: dict[str, Any] | None, prefix: str = "kcs", status_subresource: bool = False) -> dict[str, Any]:
+    """A ``Thing`` CRD in a fresh group ``<prefix><hex>.example.com``, one version per schema.
+
+    ``None`` makes a version without a schema; the first version is the storage version.
+    """
+    group = f"{prefix}{uuid.uuid4().hex[:6]}.example.com"
+    versions = []
+    for index, schema in enumerate(schemas):
+        version: dict[str, Any] = {"name": f"v{index + 1}", "served": True, "storage": index == 0}
+        if status_subresource:
+            version["subresources"] = {"status": {}}
+        if schema is not None:
+            version["schema"] = {"openAPIV3Schema": schema}
+        versions.append(version)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"things.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "versions": versions,
+        },
+    }

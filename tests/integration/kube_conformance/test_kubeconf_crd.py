@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubeconf_support import KubeTarget, dra_stand_in_crds, eventually, wait_deleted
+from kubeconf_support import KubeTarget, dra_stand_in_crds, eventually, thing_crd, wait_deleted
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
@@ -193,28 +193,6 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ROOT = "spec.validation.openAPIV3Schema"  # where the apiserver reports a schema shared by every version
 TYPES = '"array", "boolean", "integer", "number", "object", "string"'
 OBJ: dict[str, Any] = {"type": "object"}
-
-
-def thing_crd(*schemas: dict[str, Any] | None) -> dict[str, Any]:
-    """A CRD in a fresh group with one version per schema (``None``: a version without a schema)."""
-    group = f"kcs{uuid.uuid4().hex[:6]}.example.com"
-    versions = []
-    for index, schema in enumerate(schemas):
-        version: dict[str, Any] = {"name": f"v{index + 1}", "served": True, "storage": index == 0}
-        if schema is not None:
-            version["schema"] = {"openAPIV3Schema": schema}
-        versions.append(version)
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": versions,
-        },
-    }
 
 
 def unserved(crd: dict[str, Any], index: int) -> dict[str, Any]:

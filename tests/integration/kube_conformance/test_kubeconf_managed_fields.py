@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubeconf_support import KubeTarget, eventually
+from kubeconf_support import KubeTarget, eventually, thing_crd
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
@@ -100,7 +99,6 @@ def test_entries_are_sorted_apply_first_then_by_time(configmaps: Writer) -> None
 
 @pytest.fixture
 def things(kube_target: KubeTarget) -> Iterator[Writer]:
-    group = f"mf{uuid.uuid4().hex[:6]}.example.com"
     spec = {
         "type": "object",
         "properties": {
@@ -121,18 +119,8 @@ def things(kube_target: KubeTarget) -> Iterator[Writer]:
         "type": "object",
         "properties": {"spec": spec, "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
     }
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                          "schema": {"openAPIV3Schema": schema}}],
-        },
-    }  # fmt: skip
+    crd = thing_crd(schema, prefix="mf", status_subresource=True)
+    group = crd["spec"]["group"]
     code, body = kube_target.raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert code == 201, body
     collection = f"/apis/{group}/v1/namespaces/default/things"

@@ -9,13 +9,11 @@ answers the same status, message and causes for each row. Runs on both targets.
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubeconf_support import KubeTarget, eventually
+from kubeconf_support import KubeTarget, eventually, thing_crd
 
 SPEC_SCHEMA = {
     "type": "object",
@@ -69,19 +67,8 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, str]]]] = [
 @pytest.fixture(scope="module")
 def thing(kube_target: KubeTarget) -> Iterator[str]:
     """A CRD with the table's rules and one valid Thing ``t`` in ``default``; yields its path."""
-    group = f"val{uuid.uuid4().hex[:6]}.example.com"
-    schema = {"type": "object", "properties": {"spec": SPEC_SCHEMA}}
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
-        },
-    }
+    crd = thing_crd({"type": "object", "properties": {"spec": SPEC_SCHEMA}}, prefix="val")
+    group = crd["spec"]["group"]
     code, body = kube_target.raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert code == 201, body
     collection = f"/apis/{group}/v1/namespaces/default/things"
@@ -90,7 +77,6 @@ def thing(kube_target: KubeTarget) -> Iterator[str]:
     def created() -> bool:  # the new CRD is served shortly after Established
         code, body = kube_target.raw("POST", collection, thing)
         if code == 404:
-            time.sleep(0.2)
             return False
         assert code == 201, body
         return True
