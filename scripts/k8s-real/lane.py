@@ -42,7 +42,6 @@ import argparse
 import base64
 import contextlib
 import datetime
-import hmac
 import ipaddress
 import json
 import os
@@ -58,12 +57,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import FrameType
 from typing import Any
 
 import yaml
 from k8s_real.frontdoor import FrontDoor
+from k8s_real.jsonhttp import TokenJsonHandler
 from k8s_real.kubehttp import KubeHttp, KubeHttpError, Target
 
 from lab.common import LOOPBACK, free_port
@@ -894,29 +894,21 @@ class ControlHttp(ThreadingHTTPServer):
         super().__init__((LOOPBACK, controller.ports["control"]), ControlHandler)
 
 
-class ControlHandler(BaseHTTPRequestHandler):
+class ControlHandler(TokenJsonHandler):
     """The lane-control HTTP API (JSON; ``Authorization: Bearer <the kubeconfig's token>``)."""
 
     server: ControlHttp
+    TOKEN_HINT = "send the lane kubeconfig's bearer token"
 
     def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"{time.strftime('%H:%M:%S')} lane-control: {format % args}\n")
 
-    def _send(self, status: int, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _reply(self, status: int, body: Any) -> None:
-        self._send(status, json.dumps(body).encode())
+    def token(self) -> str:
+        return self.server.controller.token
 
     def _handle(self, method: str) -> None:
         controller = self.server.controller
-        supplied = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        if not hmac.compare_digest(supplied.encode(), controller.token.encode()):
-            self._reply(401, {"error": "send the lane kubeconfig's bearer token"})
+        if not self.authorized():
             return
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         url = urllib.parse.urlsplit(self.path)
@@ -956,21 +948,6 @@ class ControlHandler(BaseHTTPRequestHandler):
             since = int(query.get("since", 0))
             return 200, {"next": len(records), "requests": records[since:]}
         return 404, {"error": f"no control endpoint {method} {path}"}
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
 
 
 def cmd_control(args: argparse.Namespace) -> int:

@@ -42,7 +42,6 @@ if __name__ == "__main__":  # run as a script: import as ``k8s_real.*`` (like th
 import argparse
 import contextlib
 import hashlib
-import hmac
 import itertools
 import json
 import logging
@@ -51,10 +50,11 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import FrameType
 from typing import Any
 
+from k8s_real.jsonhttp import TokenJsonHandler
 from k8s_real.kubehttp import MERGE_PATCH, KubeHttp, KubeHttpError, Target
 
 LOG = logging.getLogger("fake-kubelet")
@@ -659,24 +659,17 @@ class ControlServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), ControlHandler)
 
 
-class ControlHandler(BaseHTTPRequestHandler):
+class ControlHandler(TokenJsonHandler):
     server: ControlServer
 
     def log_message(self, format: str, *args: Any) -> None:
         LOG.info("control: " + format, *args)
 
-    def _reply(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def token(self) -> str:
+        return self.server.token
 
     def _handle(self, method: str) -> None:
-        supplied = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        if not hmac.compare_digest(supplied.encode(), self.server.token.encode()):
-            self._reply(401, {"error": "a valid bearer token is required"})
+        if not self.authorized():
             return
         length = int(self.headers.get("Content-Length") or 0)
         try:
@@ -716,21 +709,6 @@ class ControlHandler(BaseHTTPRequestHandler):
                 kubelet.clear_rule(parts[1])
                 return 200, {"cleared": parts[1]}
         return 404, {"error": f"no control endpoint {method} {path}"}
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
 
 
 def parse_label(text: str) -> tuple[str, str]:
