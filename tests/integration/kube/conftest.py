@@ -80,6 +80,7 @@ class KubeTarget:
         self.control = control  # k8s_real.control.LaneControl on the real lane
         self._dynamic: Any = None
         self._since = control.mark() if control is not None else 0
+        self._emulator_since = 0
 
     @property
     def real(self) -> bool:
@@ -109,8 +110,16 @@ class KubeTarget:
             return self.emulator.drop_watches()
         return self._lane().drop_watches()
 
+    def mark(self) -> None:
+        """Count requests from now on: what a test's own set-up read (a fixture settling pods) is not
+        what the module under test sent."""
+        if self.emulator is not None:
+            self._emulator_since = len(self.emulator.requests)
+        else:
+            self._since = self._lane().mark()
+
     def requests(self, *, settle: bool = True) -> list[Any]:
-        """The list and watch requests the API saw since this target was made, as ``(verb, path, query)``
+        """The list and watch requests the API saw since this target was made (or ``mark``), as ``(verb, path, query)``
         records (the emulator's log also has every other request; helpers filter by verb).
 
         On the real lane the audit log gets a watch only when it has ended, a moment after its client
@@ -118,7 +127,7 @@ class KubeTarget:
         if self.emulator is not None:
             from kube_helpers import Seen
 
-            return [Seen.from_emulator(r) for r in self.emulator.requests]
+            return [Seen.from_emulator(r) for r in list(self.emulator.requests)[self._emulator_since :]]
         lane = self._lane()
         records = lane.requests(since=self._since)
         for _attempt in range(20 if settle else 0):
