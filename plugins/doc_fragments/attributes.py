@@ -1,9 +1,6 @@
 # Copyright: metalplane.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared ``attributes`` documentation (check mode, diff mode, action groups).
-
-PRIVATE to the collection: other collections must not use it.
-"""
+"""Shared ``attributes`` documentation (check mode, diff mode, action groups)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 # Copyright: metalplane.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Connection options of the Modelplane control-plane modules (paired with ``module_utils/_modelplane/args.py``).
-
-PRIVATE to the collection: other collections must not use it.
-"""
+"""Connection options of the Modelplane control-plane modules (paired with ``module_utils/_modelplane/args.py``)."""
 
 from __future__ import annotations
 

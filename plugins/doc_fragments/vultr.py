@@ -1,9 +1,6 @@
 # Copyright: metalplane.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Documentation of the options every Vultr module shares (``module_utils/_vultr/args.py``).
-
-PRIVATE to the collection: other collections must not use it.
-"""
+"""Documentation of the options every Vultr module shares (``module_utils/_vultr/args.py``)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,6 @@ Why: modules raise these deep inside the API clients and planners and fail exact
 (see ``module.MetalplaneModule.run``). That keeps the code free of ``{"ret": False}`` dictionaries
 and makes every failure carry a message written for the operator plus structured details that a
 playbook can inspect (``result.error``).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

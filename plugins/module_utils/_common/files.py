@@ -5,8 +5,6 @@
 Why: a kubeconfig holds cluster-admin credentials. It must never exist with looser permissions,
 even for an instant, and rewriting the same content must not count as a change (so a second
 playbook run reports ``changed=0``).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: modules stay tiny (argument spec, docs, one call into module_utils) and fai
 place. Library checks go through ``missing_required_lib`` so a missing SDK is a clear message,
 and any ``MetalplaneError`` raised anywhere below becomes one ``fail_json`` carrying the
 error's structured details.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: every platform here (Vultr, iDRAC, Kubernetes) has slow transitions. A wait
 deadline, must notice the target state soon after it happens, must not hammer an API that rate
 limits (Vultr: 30 req/s; iDRAC8: a handful of sessions), and must say on timeout what it saw last.
 Clock and sleep are injectable so planners and waits are unit-tested without real time passing.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: users already drive kubernetes.core with ``kubeconfig``/``context`` and the
 environment (AWX credentials set exactly those variables). The same names and the same fallbacks
 here mean one credential works for both collections. ``validate_certs`` has no default: unset, the
 kubeconfig decides (which verifies TLS unless it says ``insecure-skip-tls-verify``).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

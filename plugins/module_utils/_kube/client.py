@@ -14,8 +14,6 @@ moment after it is Established.
 Watches are read as raw JSON lines (``_preload_content=False``) rather than through
 ``kubernetes.watch.Watch``: the caller needs the ``resourceVersion`` of BOOKMARKs, the 410 ERROR
 event as a value (to re-list), and a read timeout tied to the wait's deadline.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

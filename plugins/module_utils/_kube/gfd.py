@@ -41,8 +41,6 @@ The rules (reference: baremetal-gpu-k8s.md 4.1/4.2, NVIDIA k8s-device-plugin ``i
        and is left out rather than guessed.
 
 Every attribute left out is reported with its reason, so a class without it is explained.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ advertised". Three independent signals exist (reference: baremetal-gpu-k8s.md se
 The same objects yield a per-node inventory (model, count, memory as the driver reports it,
 driver version) from which an InferenceClass ``devices`` entry is generated, because Modelplane
 needs the figure the DRA driver reports (L40S ``46068Mi``), not the nominal one.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ expression over the whole object; ``kube_ready`` is the JMESPath counterpart, so
 included) can be waited on without new code. An object is ready only when the expression yields
 exactly ``true``: a number, string or list is reported but never counts as ready, so
 ``status.readyReplicas`` (truthy even when it is 1 of 3) cannot silently pass.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@
 Why here: the modules stay argument spec + docs; this file wires options to the pure checks
 (``readiness``, ``gpu``) and to the list+watch engine (``watch.follow``), and turns a timeout into
 one failure that says, per object or per node, what was last seen.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ Why: a malformed selector otherwise reaches the API server, which answers
 Whitespace between tokens is ignored. A KEY is a qualified name (an optional lowercase DNS
 subdomain prefix and ``/``, then a name of up to 63 characters); a VALUE is empty or a name of up
 to 63 characters. It is stricter than nothing and never stricter than the server.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

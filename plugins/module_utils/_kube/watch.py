@@ -20,8 +20,6 @@ server older than 1.30 has no ``selectableFields``) lists and watches without it
 client-side, so the caller sees the same objects either way.
 
 ``Feed`` is the I/O seam: ``KubeFeed`` talks to the API server, tests pass a fake.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

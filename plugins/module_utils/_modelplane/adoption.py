@@ -22,8 +22,6 @@ again.
 
 Secrets: the workload kubeconfig is read from a file, masked with ``no_log`` for the whole run, and
 appears in no result, diff, warning or message (the Secret's data is shown as ``<redacted>``).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why not the kube options (``_kube/args.py``): those fall back to ``K8S_AUTH_*`` 
 and in an adoption play those variables name the *workload* cluster. Writing an InferenceCluster
 into the workload cluster by accident must not be possible, so the control plane has its own
 variables (``MODELPLANE_KUBECONFIG``, ``MODELPLANE_CONTEXT``) and no implicit default kubeconfig.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

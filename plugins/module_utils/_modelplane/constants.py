@@ -5,8 +5,6 @@
 Why: every value here is fixed by Modelplane's code or by this collection's storage role, not a
 matter of taste; a typo in any of them makes an adoption hang with no error (reference:
 shared/reference/modelplane.md sections 1, 3 and 5).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

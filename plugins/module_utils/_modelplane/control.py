@@ -7,8 +7,6 @@ kinds, as plain dicts, with "not found" as ``None`` and the HTTP status kept on 
 "someone else wrote it first" and is handled, not failed). ``KubeClient`` (``_kube/client.py``)
 already builds the configuration the way kubernetes.core does and discovers CRDs; this wraps it.
 The unit tests replace it with an in-memory fake that has the same five methods.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ regenerated) and node names (replacing a node must not change the class).
 The CEL rules of the XRD (exactly one typed attribute field, ``deviceClassName`` when
 ``claim: DRA``, the provisioning block matching the provider) only run on a real API server; they
 are checked here too.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

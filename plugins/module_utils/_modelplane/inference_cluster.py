@@ -15,8 +15,6 @@ Why each field has its value (reference: shared/reference/modelplane.md sections
   inventory is valid if it is ever adopted as ``source: Vultr``.
 - ``zones``, ``capacityBlock`` and ``fabric`` are refused: Modelplane ignores them for Existing,
   and silently ignored input is a bug report waiting to happen.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ plane. Two things make a kubeconfig that works on the operator's laptop fail the
 The kubeconfig text is kept byte-for-byte when nothing is overridden, and otherwise re-serialised
 deterministically, so applying the Secret twice reports no change. Error messages name fields
 only; they never quote the kubeconfig.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ Comparison rules:
   sides, so a server-side default or Crossplane's ``spec.crossplane`` never looks like drift;
 - labels are compared as a subset: labels other controllers add are kept;
 - the Secret is compared on its data and labels; the diff never contains its data.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ diagnose a stuck cluster (``WaitingForClasses``, ``Installing``), not required.
 
 ``readiness_expression`` is the same rule in JMESPath, for ``kube_ready``'s ``expression``; the
 unit tests check that both agree on every case.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@
 Why: the XRD schemas only run on the control plane, and their CEL rules only on a real API server.
 Checking the same limits here lets the preflight reject a bad inventory before anything is
 created, with a message that points at the inventory key instead of a server-side 422.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

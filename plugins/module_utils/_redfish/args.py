@@ -4,8 +4,6 @@
 
 Why: one spec means one validation of ``bmc_url`` and the credentials, the same env fallbacks
 everywhere, and a documentation fragment that cannot drift from the code (sanity tests compare them).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ from desired and observed state only, what must be written (nothing when it alre
 mode never when unchanged, the full order as the BMC wants it); ``apply`` then writes it through
 the generation's quirks, optionally reboots and waits for the BIOS job, and with
 ``verify_after_reboot`` re-reads the order after the boot and re-applies it once if it reverted.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

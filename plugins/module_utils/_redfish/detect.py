@@ -8,8 +8,6 @@ iDRACReset). The generation comes from ``Manager.Model`` ("13G Monolithic" = iDR
 iDRAC9, 17G+ = iDRAC10), as ironic and Dell's scripts do; then the features that matter are probed
 so a firmware that moved something is still handled (reference §0, §6.2). Version numbers alone
 are never trusted.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

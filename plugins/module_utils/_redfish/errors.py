@@ -7,8 +7,6 @@ means "eject everything and try again", a 400 with ``SWC0700`` means "the iDRAC 
 wait", a 401 right after a reset means "it is up again". The recovery ladder and the waits decide
 on these categories, never on raw status codes or message strings scattered through the code.
 The table below is the one place that maps Dell/DMTF MessageIds to a category (reference §3).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

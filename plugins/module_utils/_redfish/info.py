@@ -5,8 +5,6 @@
 Why: roles decide by generation (which quirks), by MAC (PXE/DHCP reservations), by GPU presence
 and by what is mounted; one read gathers all of it with as few requests as the BMC allows. Parts a
 BMC does not expose are reported as empty, never as an error.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: ``reset_system`` returns at once and BMCs differ in which ResetTypes they a
 lack ForceRestart or GracefulShutdown). The planner picks reset values from the advertised
 AllowableValues, so the module never sends a value the BMC rejects, and says up front what it will
 do (check mode). Execution waits until the state is reached, with one deadline.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

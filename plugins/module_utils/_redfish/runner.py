@@ -8,8 +8,6 @@ then one specific action. The modules stay a docstring plus ``MetalplaneModule(.
 Every result carries ``requests`` (how many HTTP exchanges the task made) for timelines and the
 benchmark, and ``auth_fallback`` (the BMC refused a write to HTTP Basic and the task used a session,
 see ``session.py``), with a warning that names the cheaper setting for that BMC.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ first, and with Basic auth its GET is also the credential check. The client coun
 exchange (a ``requests`` response hook on this client's own session, no globals), which is what
 the benchmark and the integration tests read. Waiting for a BMC to come back after a reset lives
 here too, because it has to drop and re-create the client.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ iDRAC is restarted; operators fix it by hand today. Here every insert is verifie
 failure climbs a ladder: (1) eject every slot, wait, retry; (2) reset the BMC, wait until it serves
 again (a 401 counts as up; SYS518/SWC0700/503 mean wait), log in again, retry once. The result's
 ``recovered_by`` (none | eject_retry | bmc_reset) says which rung was needed (reference §3 rows 6-9, 13).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@
 
 Why: one place for credentials, endpoint, TLS and timeouts, named as in vultr.cloud so users of
 that collection feel at home, and one function that turns them into a client.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

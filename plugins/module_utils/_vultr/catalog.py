@@ -5,8 +5,6 @@
 Why: an unknown region or a plan not sold in the region would otherwise fail in the middle of a
 create (a 400 at best, a half-built cluster at worst). These reads turn them into an ``InputError``
 naming the option, with the valid choices, and cost requests only on the create path.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

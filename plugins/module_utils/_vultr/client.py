@@ -14,8 +14,6 @@ exception type for everything. This subclass keeps its session and verbs and add
   sends the create again only when the re-read shows it did not take effect (bounded, with backoff);
 * cursor pagination (``meta.links.next``) and typed errors (see ``errors.py``);
 * a per-instance request counter (no global state), reported by the modules for the benchmark.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

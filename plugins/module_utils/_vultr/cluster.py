@@ -10,8 +10,6 @@ a ``tag``. The system pool is created *inline, in the same POST* as the cluster,
 without its marker, and a lost create response can be recovered by listing clusters and matching
 label + marker. A cluster "is ours" when one of its pools carries that tag. Deleting or re-tagging
 the system pool therefore disowns the cluster (``force: true`` is then needed to delete it).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ pool), plus one for the kubeconfig when ``kubeconfig_path`` is set, whatever the
 (``node_pools`` are compared against the embedded objects) and whatever ``version`` says (``latest``,
 a prefix or an exact build). Catalogue checks, version resolution and ``available-upgrades`` run
 only when something is created or may be upgraded (``allow_upgrade: true``).
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: Vultr answers ``{"error": "<text>", "status": <int>}`` and reports a missin
 pool either as HTTP 404 or through the messages ``Invalid resource ID`` / ``Invalid NodePool ID``
 (Terraform's ``checkIsMissing`` matches the same strings). Callers only ever see
 ``NotFoundError`` for "absent" and ``ApiError`` for everything else, never a vultr-python type.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

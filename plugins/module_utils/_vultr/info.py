@@ -4,8 +4,6 @@
 
 Why ``type=all`` for GPU plans: whole-GPU ``vcg-*`` plans report ``type: vdm`` and only fractional
 slices report ``vcg``, so ``type=vcg`` alone misses most of them; the id prefix is what is reliable.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ Why: the rules that make pools converge live here as pure functions, unit-tested
 * ``vpc_only`` (nodes without a public interface) is create-only on VKE and cannot be fixed by a
   replace the user did not ask for: a difference is reported as drift and never applied.
 * Ownership is the pool ``tag``: only pools carrying it are changed or deleted.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

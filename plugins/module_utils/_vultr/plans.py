@@ -7,8 +7,6 @@ Why: Vultr has no GPU-count field. A plan id reads ``vcg-<gpu>-<vcpu>c-<ram>g[b]
 the plan object may add ``gpu_vram_gb`` (total) and ``gpu_type``. Count = total VRAM / VRAM of
 one whole GPU of that model; below one GPU the plan is a fractional slice. Ids are irregular
 (``-1914gb-``), so parsing is lenient. Pure functions, unit-tested.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@
 
 Why: one definition of the pool options (named after the API fields) so both modules validate the
 same way; semantic checks (min <= max, autoscaler) live in ``node_pool.pool_spec_from_params``.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

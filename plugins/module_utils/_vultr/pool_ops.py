@@ -6,8 +6,6 @@ Why: ``vke_node_pool`` and the ``node_pools`` option of ``vke_cluster`` converge
 Everything reads from the cluster object that was already fetched (it embeds its pools), so a pool
 with nothing to do costs no request at all; only a difference triggers the labels/taints reads
 (needed for the ids to delete) and the writes.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@
 
 Why separate from ``vke_cluster``: GPU pools are added, resized or removed without touching the
 cluster. A no-op costs one request: the cluster list embeds the pools.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ VPC (same ``vpc_id``, same subnet).
 The split: ``check_inventory`` is pure (shape, counts, names, networks) and unit-tested;
 ``check_catalog`` compares the inventory with what the API reports, also pure; ``run_vke_preflight``
 fetches and glues.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@
 Why: VKE versions look like ``vMAJOR.MINOR.PATCH+N`` and old ones disappear from
 ``GET /kubernetes/versions``; inventories should be able to say "1.36" or "latest" and get the
 newest matching build, while an exact string is taken literally. Pure functions, unit-tested.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ Why: VKE reports ``pending`` then ``active`` (no enum, so anything else is "not 
 goes through ``_common.waiting.wait_for`` with :data:`POLL_BACKOFF`: never more than one poll every
 2 s (Vultr rate-limits at 30 req/s per IP and a fleet run shares it), at most 10 s between polls,
 so ``active`` is noticed within one poll interval.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

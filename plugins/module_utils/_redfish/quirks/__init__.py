@@ -6,8 +6,6 @@ Why: the modules express intent (boot the virtual CD once, put PXE first, reset 
 virtual media slots); each BMC family fulfils it its own way. Keeping every family in its own small
 file, behind the same five methods, means a new firmware oddity is one file and one table row,
 and the planners and modules never test for a vendor.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

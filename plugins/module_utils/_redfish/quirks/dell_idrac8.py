@@ -15,8 +15,6 @@ sushy's ``manager.get_oem_extension('Dell')`` reads the Manager twice more (it c
 then refreshes it to parse the OEM subtree). ``dell_manager_extension`` builds the same sushy
 ``DellManagerExtension`` from the Manager document this task already read, through sushy's own
 reader hook, so the SCP boot costs the import POST and the task poll only.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

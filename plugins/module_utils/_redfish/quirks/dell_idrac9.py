@@ -9,8 +9,6 @@ restarted through ``DelliDRACCardService.iDRACReset`` when it exists, else ``Man
 ``BootSourceOverrideMode`` is a BIOS setting here: the PATCH queues a BIOS job that the next reboot
 runs (reference §1.3), so its id is taken from the answer's ``Location``, like the order's job, and
 a reboot waits for it instead of returning while the mode is still the old one.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations

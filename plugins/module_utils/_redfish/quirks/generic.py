@@ -6,8 +6,6 @@ Boot override through ``set_system_boot_options`` (one GET + one PATCH with If-M
 order through ``Boot.BootOrder`` with the ETag, never resent without it (sushy has no API for it,
 reference §1.4; ``RedfishClient.patch`` bypasses sushy's 412 handler), virtual
 media on the System with a fallback to the Manager, BMC reset through ``Manager.Reset``.
-
-This file is PRIVATE to the collection: other collections must not import it.
 """
 
 from __future__ import annotations
