@@ -74,7 +74,8 @@ from typing import Any
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
-# The phases of a cluster's life, in the order they happen; the contract with the roles.
+# The phases of a cluster's life, in the order they happen: the ``phase:<name>`` tags the roles put on their
+# tasks (docs/timeline.md, "The phase contract").
 PHASES = ("preflight", "provision", "gpu_ready", "storage", "adoption", "teardown")
 # Where tasks without a phase tag go; always shown last.
 OTHER = "other"

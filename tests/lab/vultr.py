@@ -5,8 +5,7 @@ responses, and never create duplicates. None of that can be tested against a sta
 or the paid live API. This emulator keeps clusters, node pools, nodes, labels and taints in memory,
 moves them to ``active`` after configurable delays, injects faults per endpoint, logs every request
 (for the benchmark) and can check every exchange against Vultr's OpenAPI overlay
-(``lab.vultr_contract``). Behaviour and its sources: ``docs/lab/vultr.md`` and
-``shared/reference/vultr-vke.md``.
+(``lab.vultr_contract``). Behaviour and its sources: ``docs/lab/vultr.md``.
 
 In-process (tests)::
 
@@ -53,9 +52,9 @@ from lab.vultr_state import ApiError, Delays, VkeState, bad_request
 
 DEFAULT_API_KEY = "lab-vultr-api-key"
 API_PREFIX = "/v2"
-JSON = "application/json"  # exactly: vultr-python parses a body only for this exact value (§7)
+JSON = "application/json"  # exactly: vultr-python 0.2.0's ``_req`` parses a body only for this exact value
 
-# §1.6: per_page defaults to 100, at most 500.
+# Vultr API docs (https://www.vultr.com/api/): per_page defaults to 100, at most 500.
 PER_PAGE_DEFAULT = 100
 PER_PAGE_MAX = 500
 
@@ -163,7 +162,7 @@ def _offset(cursor: str) -> int:
 
 
 def paginate(items: list[Any], query: dict[str, str], key: str) -> dict[str, Any]:
-    """Cursor pagination as Vultr does it: follow ``meta.links.next`` until it is ``""`` (§1.6)."""
+    """Cursor pagination as Vultr does it: follow ``meta.links.next`` until it is ``""``."""
     try:
         per_page = int(query.get("per_page") or PER_PAGE_DEFAULT)
     except ValueError:
@@ -498,7 +497,8 @@ class VultrEmulator:
                 raise ApiError(401, MSG_UNAUTHORIZED)
             payload: dict[str, Any] = {}
             if body:
-                # §1.6: the API rejects a body without Content-Type: application/json with a 400.
+                # The API rejects a body without Content-Type: application/json with a 400
+                # (vultr/ansible-collection-vultr PR #187).
                 ctype = headers.get("Content-Type", "").split(";")[0].strip().lower()
                 if ctype != JSON:
                     raise bad_request()

@@ -2,14 +2,15 @@
 
 Why: an emulator that drifts from the real API makes the modules pass against a fiction. The
 overlay is the VKE subset of Vultr's official OpenAPI spec plus the post-2023 fields, each marked
-``x-source`` (reference ``vultr-vke.md`` §0, §8.2). The check is strict (§8.2/§8.4):
+``x-source`` (the spec is the 2023-12 ``blob/v0.0.1.json`` of vultr/vultr-java; the later fields come
+from vultr/vultr-mcp's ``openapi.json`` and govultr). The check is strict:
 
 * requests: unknown paths and methods, undeclared query parameters, wrong bodies, unknown body
   fields (``additionalProperties`` defaults to *forbid*), a missing Bearer header on a secured
   operation, a body that is not ``application/json``;
 * responses: undeclared status codes, wrong types, missing documented fields (every documented
   property is *required*), undocumented fields, and a ``Content-Type`` that is not exactly
-  ``application/json`` (vultr-python parses JSON only then, §7).
+  ``application/json`` (vultr-python 0.2.0 parses JSON only then).
 
 Exemptions are explicit, never silent: the spec gaps below (``KNOWN_RESPONSE_GAPS``: fields the live
 API sends that the overlay lacks) are counted in ``VultrContract.gap_hits``; an injected fault whose
@@ -42,7 +43,7 @@ CONTRACT_REPORT = "vultr-contract.json"
 # What starts each violation line the out-of-process emulator prints on stderr.
 VIOLATION_PREFIX = "CONTRACT VIOLATION:"
 
-# The synthetic origin used for validation; the spec's ``servers`` is rewritten to it (§8.2), so the
+# The synthetic origin used for validation; the spec's ``servers`` is rewritten to it, so the
 # emulator's real port never matters.
 _ORIGIN = "http://vultr.lab"
 _BASE_PATH = "/v2"
@@ -59,9 +60,9 @@ class Gap:
 
 
 KNOWN_RESPONSE_GAPS: tuple[Gap, ...] = (
-    Gap("status", r"(^|\.)(nodes|worker_nodes)\.\*$", "nodepool-instances: every example has status (§1.4)"),
-    Gap("gpu_vram_gb", r"^plans\.\*$", "plan GPU fields, govultr plans.go / Terraform (§4)"),
-    Gap("gpu_type", r"^plans\.\*$", "plan GPU fields, govultr plans.go / Terraform (§4)"),
+    Gap("status", r"(^|\.)(nodes|worker_nodes)\.\*$", "nodepool-instances: every example has status"),
+    Gap("gpu_vram_gb", r"^plans\.\*$", "plan GPU fields, govultr plans.go / Terraform"),
+    Gap("gpu_type", r"^plans\.\*$", "plan GPU fields, govultr plans.go / Terraform"),
 )
 # ``/resources`` arrays carry ``minItems: 1`` in the spec, yet a cluster without volumes or load
 # balancers has none: an empty list there is a spec quirk, not an emulator error.

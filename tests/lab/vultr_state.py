@@ -2,7 +2,8 @@
 
 Why a separate module: the HTTP layer (``lab.vultr``) only parses requests and renders envelopes; the
 rules that make the emulator useful for idempotence tests live here, next to the facts they come from
-(``shared/reference/vultr-vke.md``; section numbers below refer to it).
+(Vultr's API v2 documentation, https://www.vultr.com/api/, and its OpenAPI spec; govultr and
+terraform-provider-vultr; each fact names its source below, ``docs/lab/vultr.md`` lists them).
 
 Time is modelled lazily: every pending object carries a ``ready_at`` instant on a monotonic clock and
 ``VkeState.advance()`` moves whatever is due to ``active``. The emulator calls ``advance()`` before
@@ -26,7 +27,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 # --------------------------------------------------------------------------------------------------
-# Errors: every failure the API answers with is ``{"error": <text>, "status": <int>}`` (§2).
+# Errors: every failure the API answers with is ``{"error": <text>, "status": <int>}`` (observed
+# bodies; the spec has no error schema, Terraform's ``vultr/utility.go::checkIsMissing`` reads them).
 
 
 class ApiError(Exception):
@@ -42,14 +44,14 @@ class ApiError(Exception):
         return {"error": self.message, "status": self.status}
 
 
-# Observed messages (§2). Terraform and clients match on these strings, so keep them verbatim.
+# Observed messages. Terraform and clients match on these strings, so keep them verbatim.
 MSG_BAD_REQUEST = "Bad request."
 MSG_NOT_FOUND = "Not found."
 MSG_INVALID_RESOURCE = "Invalid resource ID"
 MSG_INVALID_NODEPOOL = "Invalid NodePool ID"
 MSG_POOL_LABEL_UNIQUE = "Node pool labels must be unique"
 MSG_UPGRADE_INVALID = "VKE server error: Cluster upgrade failed: invalid upgrade version"
-# [unverified] §3: no public source shows the text of the vpc_only failure; issue 3 says it is a 500.
+# [unverified] no public source shows the text of the vpc_only failure; it was reported to this project as a 500.
 MSG_VPC_ONLY_FAILED = "VKE server error: Cluster creation failed: unable to provision VPC-only node pool"
 
 
@@ -72,7 +74,7 @@ class Plan:
     monthly_cost: int
     locations: tuple[str, ...]
     gpu_type: str | None = None
-    gpu_vram_gb: int | None = None  # total VRAM of the plan (§4), not per GPU
+    gpu_vram_gb: int | None = None  # total VRAM of the plan (govultr plans.go), not per GPU
 
     def render(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -114,7 +116,7 @@ REGIONS: tuple[dict[str, Any], ...] = (
 )
 
 
-# §4: ids are irregular on purpose (``-1914gb-``); whole-GPU plans report type ``vdm``, fractional
+# Ids are irregular on purpose (``-1914gb-``, as Vultr names them); whole-GPU plans report type ``vdm``, fractional
 # slices ``vcg`` [3rd-party], so ``type=vcg`` alone misses most GPU plans (query ``type=all``).
 # Rows: id, type, vCPUs, RAM MB, disk GB, monthly cost, GPU type, total VRAM GB.
 _PLAN_ROWS: tuple[tuple[str, str, int, int, int, int, str | None, int | None], ...] = (
@@ -154,7 +156,7 @@ PLANS: tuple[Plan, ...] = tuple(
     for pid, ptype, vcpu, ram, disk, cost, gpu, vram in _PLAN_ROWS
 )
 
-# The GPU plans seen in VKE node pools (Crossplane/Modelplane 2026, §4). No API lists them, hence
+# The GPU plans seen in VKE node pools (Crossplane/Modelplane 2026, a third-party source). No API lists them, hence
 # the ``gpu_plans`` knob.
 DEFAULT_GPU_PLANS: tuple[str, ...] = (
     "vcg-a16-6c-64g-16vram",
@@ -163,7 +165,7 @@ DEFAULT_GPU_PLANS: tuple[str, ...] = (
     "vcg-l40s-16c-180g-48vram",
 )
 
-# Newest first, as ``/kubernetes/versions`` lists them; ``vMAJOR.MINOR.PATCH+N`` (§1 row 9).
+# Newest first, as ``/kubernetes/versions`` lists them; ``vMAJOR.MINOR.PATCH+N`` (the spec's examples).
 DEFAULT_VERSIONS: tuple[str, ...] = ("v1.36.2+1", "v1.35.6+1", "v1.34.9+2")
 
 _VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)\+(\d+)$")
@@ -204,7 +206,7 @@ class Node:
     ip: str = ""
 
     def render(self) -> dict[str, Any]:
-        # ``status`` is missing from the overlay schema although every example has it (§1.4).
+        # ``status`` is missing from the overlay schema although every example has it.
         return {
             "id": self.id,
             "label": self.label,
@@ -270,7 +272,7 @@ class NodePool:
             "min_nodes": self.min_nodes,
             "max_nodes": self.max_nodes,
             "auto_scaler": self.auto_scaler,
-            # The response example shows ``"labels": null, "taints": []`` when none are set (§1.2).
+            # The spec's response example shows ``"labels": null, "taints": []`` when none are set.
             "labels": {lb.key: lb.value for lb in self.labels} or None,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints],
             "user_data": self.user_data,
@@ -476,7 +478,7 @@ class VkeState:
             # "minimum plan must be $10" (spec), ">= 1 core and 2 GB" (Terraform docs).
             eligible = plan.monthly_cost >= 10 and plan.ram >= 2048
         if not eligible:
-            # [3rd-party] a plan that VKE does not accept fails with this (misleading) message (§1.2, §4).
+            # [3rd-party] a plan that VKE does not accept fails with this (misleading) message.
             raise bad_request(MSG_INVALID_NODEPOOL)
 
     def _parse_pool(self, body: Any, region: str) -> dict[str, Any]:
@@ -540,14 +542,14 @@ class VkeState:
         if version not in self.versions:
             raise bad_request("Invalid Kubernetes version.")
         if not pools_body:
-            # The first node pool is required at cluster creation (§1.7).
+            # The first node pool is required at cluster creation (the spec: ``node_pools`` on create).
             raise bad_request("At least one node pool is required.")
         specs = [self._parse_pool(p, region) for p in pools_body]
         if len({s["label"] for s in specs}) != len(specs):
             raise bad_request(MSG_POOL_LABEL_UNIQUE)
         vpc_only_failure = self.vpc_only_fails and any(s["vpc_only"] for s in specs)
         if vpc_only_failure and not self.vpc_only_partial:
-            # §3 / issue 3: VKE has failed cluster creation with HTTP 500 for vpc_only. Nothing is created.
+            # Reported to this project: VKE has failed cluster creation with HTTP 500 for vpc_only. Nothing is created.
             raise ApiError(500, MSG_VPC_ONLY_FAILED)
         with self.lock:
             cluster = Cluster(
@@ -577,7 +579,7 @@ class VkeState:
             return self.cluster(cluster_id).render()
 
     def update_cluster(self, cluster_id: str, body: dict[str, Any]) -> None:
-        # Only ``label`` and ``oidc`` can change (§1 row 4). Create-only fields (region, vpc_id,
+        # Only ``label`` and ``oidc`` can change (the PUT schema). Create-only fields (region, vpc_id,
         # ha_controlplanes, enable_firewall) are not in the PUT schema: like the live API (a Go
         # decoder), they are ignored here, and the contract check reports them as violations.
         label = _req(body, "label", str)
@@ -614,7 +616,7 @@ class VkeState:
         with self.lock:
             cluster = self.cluster(cluster_id)
             if target not in self.available_upgrades(cluster_id):
-                # An invalid or archived version is a 500, not a 400 (§1 row 11).
+                # An invalid or archived version is a 500, not a 400 (bluedotimpact/bluedot PR #1189).
                 raise ApiError(500, MSG_UPGRADE_INVALID)
             # [unverified] the cluster status during an upgrade; it stays as it is and the version
             # changes once the upgrade delay has passed.
@@ -657,7 +659,7 @@ class VkeState:
             return self.cluster(cluster_id).pool(pool_id).render()
 
     def update_pool(self, cluster_id: str, pool_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        # PATCH: every field optional. ``label``, ``plan`` and ``vpc_only`` are create-only (§1.7):
+        # PATCH: every field optional. ``label``, ``plan`` and ``vpc_only`` are create-only (govultr NodePoolReqUpdate):
         # ignored here like the live API, reported by the contract check.
         quantity = _opt(body, "node_quantity", int)
         tag = _opt(body, "tag", str)
@@ -683,7 +685,7 @@ class VkeState:
                 pool.user_data = user_data
             if quantity is not None:
                 self._resize(pool, quantity)
-            # Additive (§1.3): PATCH adds or overwrites, never removes.
+            # Additive (the spec's PATCH description): PATCH adds or overwrites, never removes.
             for key, value in labels.items():
                 existing = next((lb for lb in pool.labels if lb.key == key), None)
                 if existing is None:
@@ -710,7 +712,7 @@ class VkeState:
             cluster = self.cluster(cluster_id)
             pool = cluster.pool(pool_id)
             if len(cluster.node_pools) == 1:
-                # [unverified] a cluster keeps at least one pool (§1.7: the first pool can be deleted
+                # [unverified] a cluster keeps at least one pool (Terraform PR #248: the first pool can be deleted
                 # once another exists).
                 raise bad_request("A cluster must have at least one node pool.")
             cluster.node_pools.remove(pool)
@@ -739,7 +741,7 @@ class VkeState:
             node = self._node(self.cluster(cluster_id).pool(pool_id), node_id)
             node.status, node.ip, node.ready_at = "pending", "", self._due(self.delays.node)
 
-    # ---- per-pool labels and taints (§1 rows 20-23) -------------------------------------------------
+    # ---- per-pool labels and taints (spec-2026, govultr #415) -------------------------------------------
 
     def list_labels(self, cluster_id: str, pool_id: str) -> list[dict[str, Any]]:
         with self.lock:

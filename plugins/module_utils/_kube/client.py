@@ -7,7 +7,8 @@ kubernetes library's ``DynamicClient`` over a single ``ApiClient``. Configuratio
 kubernetes.core (``host`` + ``api_key`` skip the kubeconfig; otherwise kubeconfig/context, else
 in-cluster). Discovery is cached in a private temporary directory that lives for one run: the
 library's default cache in the system temp directory is keyed by host and goes stale when a test
-server (or a rebuilt cluster) reuses a host:port (see the issue's traps). A kind missing from
+server (or a rebuilt cluster) reuses a host:port (kubernetes-client/python ``kubernetes/dynamic/discovery.py``
+names it ``osrcp-<md5 of the host>.json`` in ``tempfile.gettempdir()``). A kind missing from
 discovery is looked up again after invalidating the cache, because a new CRD reaches discovery a
 moment after it is Established.
 

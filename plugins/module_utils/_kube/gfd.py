@@ -8,7 +8,8 @@ the attributes the DRA driver will publish once its serving stack is installed, 
 generated from labels must carry exactly those values, or none at all: a class attribute that does
 not equal the device's never binds.
 
-The rules (reference: baremetal-gpu-k8s.md 4.1/4.2, NVIDIA k8s-device-plugin ``internal/lm/resource.go``):
+The rules (NVIDIA k8s-device-plugin ``internal/lm/resource.go`` for the labels, the NVIDIA DRA driver's
+``cmd/gpu-kubelet-plugin/deviceinfo.go`` for the attributes):
 
 ``cudaComputeCapability``
     ``nvidia.com/gpu.compute.major`` / ``.minor`` are NVML's numbers; the driver publishes the same

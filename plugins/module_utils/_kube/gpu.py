@@ -3,7 +3,9 @@
 """GPU readiness signals of a workload cluster, per node, as pure functions over API objects.
 
 Why: "the cluster only reports Ready once the GPU stack is validated and nvidia.com/gpu is
-advertised". Three independent signals exist (reference: baremetal-gpu-k8s.md section 4):
+advertised". Three independent signals exist (NVIDIA gpu-operator
+``assets/state-operator-validation/0500_daemonset.yaml``; the NVIDIA DRA driver's
+``cmd/gpu-kubelet-plugin/deviceinfo.go``; ``ResourceSlice`` in Kubernetes' ``k8s.io/api/resource/v1``):
 
 - ``operator``: the GPU Operator's ``nvidia-operator-validator`` DaemonSet has at least one desired
   pod and all of them ready (its init containers validate driver, toolkit, CUDA and plugin);

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Adopt a workload cluster into Modelplane (``source: Existing``), or take it out again.
 
-Why in this order (reference: shared/reference/modelplane.md section 5):
+Why in this order (source: https://github.com/modelplaneai/modelplane v0.3.1 at ``90ba117d``,
+``functions/compose-inference-cluster``, which composes the ClusterUsage, ClusterProviderConfig and ServingStack):
 
 - present: the kubeconfig Secret, then the InferenceClasses, then the InferenceCluster. The cluster
   reports ``WaitingForClasses`` until every ``className`` resolves, and cannot install its serving

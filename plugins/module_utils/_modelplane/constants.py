@@ -3,8 +3,9 @@
 """Names and values Modelplane hard-codes, so the builders and the roles agree on them.
 
 Why: every value here is fixed by Modelplane's code or by this collection's storage role, not a
-matter of taste; a typo in any of them makes an adoption hang with no error (reference:
-shared/reference/modelplane.md sections 1, 3 and 5).
+matter of taste; a typo in any of them makes an adoption hang with no error (source:
+https://github.com/modelplaneai/modelplane v0.3.1 at ``90ba117d``: the XRDs of group
+``modelplane.ai`` and the function ``functions/compose-inference-cluster``).
 """
 
 from __future__ import annotations

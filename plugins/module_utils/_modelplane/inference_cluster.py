@@ -2,7 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The InferenceCluster that adopts a workload cluster as ``source: Existing``.
 
-Why each field has its value (reference: shared/reference/modelplane.md sections 3, 5 and 6):
+Why each field has its value (source: Modelplane v0.3.1, https://github.com/modelplaneai/modelplane at
+commit ``90ba117d``: the XRDs ``inferenceclusters.modelplane.ai`` and
+``vultrclusters.infrastructure.modelplane.ai``, and ``functions/compose-inference-cluster``):
 
 - ``source: Existing`` with ``existing.secretRef {name, key}``: this collection creates the VKE
   cluster, GPU stack and RWX storage itself, and ``source: Vultr`` has no way to name an RWX class;

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """When is an adopted InferenceCluster serving: the expectations, as data and as one expression.
 
-Why (reference: shared/reference/modelplane.md section 5, "Ready signals to wait on"): Crossplane's
+Why (source: https://github.com/modelplaneai/modelplane v0.3.1 at ``90ba117d``,
+``functions/compose-inference-cluster`` and ``functions/compose-serving-stack``): Crossplane's
 ``Ready`` alone is not enough to know where traffic goes, and the scheduler only places replicas on a
 cluster whose ``Ready`` is True *and* whose ``status.gateway.address`` is set. So an adoption waits
 for all of:

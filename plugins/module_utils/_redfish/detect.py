@@ -5,9 +5,10 @@
 Why: iDRAC8 (13G, e.g. R730) and iDRAC9 need different calls for the same intent (virtual media
 under the Manager vs the System, BootSources + BIOS job vs Boot.BootOrder, Manager.Reset vs Dell's
 iDRACReset). The generation comes from ``Manager.Model`` ("13G Monolithic" = iDRAC8, 14G-16G =
-iDRAC9, 17G+ = iDRAC10), as ironic and Dell's scripts do; then the features that matter are probed
-so a firmware that moved something is still handled (reference §0, §6.2). Version numbers alone
-are never trusted.
+iDRAC9, 17G+ = iDRAC10), as ironic (``drivers/modules/drac/boot.py::_get_idrac_version_from_model``)
+and Dell's scripts do; then the features that matter are probed so a firmware that moved something is
+still handled (iDRAC9 6.00.02 moved virtual media from the Manager to the System: openstack/ironic
+commit ``af0b9751d``). Version numbers alone are never trusted.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Why: an iDRAC answers the same HTTP status for very different situations. A 500 
 means "eject everything and try again", a 400 with ``SWC0700`` means "the iDRAC is still booting,
 wait", a 401 right after a reset means "it is up again". The recovery ladder and the waits decide
 on these categories, never on raw status codes or message strings scattered through the code.
-The table below is the one place that maps Dell/DMTF MessageIds to a category (reference §3).
+The table below is the one place that maps Dell/DMTF MessageIds to a category.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ INVALID = "invalid"  # the request itself is wrong (bad value, unsupported targe
 OTHER = "other"
 
 # MessageId (registry prefix and version stripped, e.g. "IDRAC.2.8.SYS446" -> "SYS446") -> category.
-# Sources: reference §3 rows 6-12 (ironic, Dell scripts, lisa's _reset_if_idrac_error list).
+# Sources: openstack/ironic ``ironic/drivers/modules/redfish/boot.py`` (InsertMedia retries, story 2008504) and
+# ``drac/management.py``; openstack/sushy ``sushy/connector.py`` (SYS518 retries); microsoft/lisa ``idrac.py``
+# (``_reset_if_idrac_error``); dell/iDRAC-Redfish-Scripting issues #60, #90, #116 and #265; dellemc.openmanage
+# ``idrac_virtual_media`` (VRM0021/VRM0012); ansible-collections/community.general#5091 (SYS410/SYS444).
 MESSAGE_CATEGORIES: dict[str, str] = {
     "SYS446": MEDIA_RECOVERABLE,  # virtual media attach failed (iDRAC8 stale handle)
     "RAC0508": MEDIA_RECOVERABLE,  # unexpected error while mounting

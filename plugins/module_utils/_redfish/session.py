@@ -5,7 +5,7 @@
 Why: iDRAC8 allows only a handful of concurrent sessions and answers a misleading 401 when they
 run out. With ``auth: basic`` (the default) no session exists at all; with ``auth: session`` every
 task opens one session and deletes it on the way out, even when it fails. Some firmware is said to
-accept HTTP Basic for reads but not for writes (reference, "Uncertainties"): when a write is refused
+accept HTTP Basic for reads but not for writes (one unconfirmed iDRAC8 field report): when a write is refused
 with 401/403 after reads worked, the client opens a session with sushy's ``SessionAuth``, retries
 that one write, keeps the session for the rest of the task and deletes it on the way out
 (``auth_fallback``). That lives in one place, the sushy ``Connector`` subclass below, because every

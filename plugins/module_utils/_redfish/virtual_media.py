@@ -7,7 +7,9 @@ Why: on iDRAC8 a mount regularly fails (``SYS446``, ``RAC0904``, ``VRM0021``, In
 iDRAC is restarted; operators fix it by hand today. Here every insert is verified, and a known
 failure climbs a ladder: (1) eject every slot, wait, retry; (2) reset the BMC, wait until it serves
 again (a 401 counts as up; SYS518/SWC0700/503 mean wait), log in again, retry once. The result's
-``recovered_by`` (none | eject_retry | bmc_reset) says which rung was needed (reference §3 rows 6-9, 13).
+``recovered_by`` (none | eject_retry | bmc_reset) says which rung was needed. The ladder is the one
+openstack/ironic (``redfish/boot.py``), microsoft/lisa (``idrac.py``, ``_reset_idrac``) and
+dellemc.openmanage (``idrac_reset``: a 401 counts as up) use.
 """
 
 from __future__ import annotations

@@ -87,7 +87,9 @@ def is_ineligible_plan(exc: BaseException) -> bool:
     """A create POST answered "Invalid NodePool ID": VKE's (misleading) refusal of a plan.
 
     On a create there is no node pool id to be invalid; VKE answers this for a plan that exists and
-    may be sold in the region but is not accepted in node pools (reference §1.2/§4).
+    may be sold in the region but is not accepted in node pools. Only a third-party report shows this;
+    Vultr's API documentation (https://www.vultr.com/api/) lists neither the message nor the plans
+    VKE accepts.
     """
     return isinstance(exc, NotFoundError) and "invalid nodepool id" in exc.msg.lower()
 

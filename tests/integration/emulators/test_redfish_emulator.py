@@ -114,7 +114,7 @@ def manager_of(root: sushy.Sushy) -> Any:
 
 
 def slots(system: Any, manager: Any) -> list[Any]:
-    """Reference §1.5: Systems-side virtual media first, then the Manager's."""
+    """Systems-side virtual media first, then the Manager's (iDRAC9 6.00.02 moved it: ironic ``af0b9751d``)."""
     try:
         return list(system.virtual_media.get_members())
     except sushy.exceptions.MissingAttributeError:
@@ -355,7 +355,7 @@ def test_idrac9_every_mode_patch_queues_a_bios_job(lab: RedfishLab) -> None:
 # --------------------------------------------------------------------- persistent boot order
 @pytest.mark.parametrize("personality", ["idrac8", "idrac9"])
 def test_boot_sources_pending_then_job_then_reboot(lab: RedfishLab, personality: str) -> None:
-    """Reference §1.4: PATCH BootSources/Settings, POST Jobs with TargetSettingsURI, reboot."""
+    """Dell's iDRAC8 boot order: PATCH BootSources/Settings, POST Jobs with TargetSettingsURI, reboot."""
     name = NAMES[personality]
     state = lab.bmc(name)
     with client(lab, name) as root:
@@ -413,7 +413,7 @@ def test_boot_order_patch_with_etags(lab: RedfishLab, personality: str, pending:
         stale = raw(lab, name, "PATCH", path, json={"Boot": {"BootOrder": order}}, headers={"If-Match": etag})
     assert stale.status_code == 412
     assert stale.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith("PreconditionFailed")
-    # sushy's connector sends If-Match and survives a 412 by retrying (reference §1.4)
+    # sushy's connector sends If-Match and survives a 412 by retrying (``sushy/connector.py::_etag_handler``)
     with client(lab, name) as root:
         system = system_of(root)
         root._conn.patch(system.path, data={"Boot": {"BootOrder": order}}, etag=system._get_etag())
@@ -432,7 +432,7 @@ def test_boot_order_patch_with_etags(lab: RedfishLab, personality: str, pending:
     ],
 )
 def test_bios_pending_attributes_via_sushy(lab: RedfishLab, personality: str, apply_time: Any, jobs: int) -> None:
-    """Reference §1.7: ``bios.set_attributes`` PATCHes the SettingsObject; Dell 14G+ makes a job of OnReset."""
+    """``bios.set_attributes`` PATCHes the SettingsObject; Dell 14G+ makes a job of OnReset (community.general)."""
     name = NAMES[personality]
     state = lab.bmc(name)
     wanted = "Bios" if state.bios["BootMode"] == "Uefi" else "Uefi"

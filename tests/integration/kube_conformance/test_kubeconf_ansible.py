@@ -1,6 +1,7 @@
 """kubernetes.core (k8s, k8s_info, k8s_json_patch, helm) against the target, as the collection uses it.
 
-Traps handled here (see shared reference §8): every wait sets ``wait_sleep: 1``; kubernetes.core's
+Traps handled here: every wait sets ``wait_sleep: 1`` (with a ``wait_sleep`` at or above ``wait_timeout``,
+``k8s_info`` checks once and passes only on an instantly ready target); kubernetes.core's
 discovery cache (``k8srcp-*.json`` in the temp directory, keyed by host) is isolated with a fresh
 TMPDIR per run; tasks designed to fail are asserted on, not ignored.
 """

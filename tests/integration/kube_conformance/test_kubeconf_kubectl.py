@@ -1,6 +1,6 @@
 """kubectl drives the target: get, ``apply --server-side``, patch, wait, delete, ``api-resources``.
 
-Why: users (and the issue) reach clusters with kubectl as much as with kubernetes.core. kubectl is
+Why: users reach clusters with kubectl as much as with kubernetes.core. kubectl is
 a client-go program with its own habits: discovery through ``/api`` + ``/apis`` (aggregated
 discovery when offered), OpenAPI documents for client-side validation when the server lacks
 server-side field validation, field managers ``kubectl`` (apply) and ``kubectl-patch``, watches

@@ -1,7 +1,8 @@
 """sushy-tools' Redfish emulator (fake driver) in-process on 127.0.0.1, over TLS with Basic auth.
 
 Why: an emulator nobody here wrote is the check that the generic paths (power, one-time boot,
-virtual media) speak standard Redfish and not just what our own lab expects (reference §5(a)).
+virtual media) speak standard Redfish and not just what our own lab expects (openstack/sushy-tools,
+``sushy-emulator`` with ``SUSHY_EMULATOR_FAKE_DRIVER``).
 Used by the cross-check tests and by ``tests/bench/bench_redfish.py``.
 """
 

@@ -3,7 +3,7 @@
 Power, one-time boot and virtual media through real ansible-playbook runs, over TLS with the
 emulator's certificate as ``ca_path``. sushy-tools has no sessions (Basic auth fallback), no
 ETags, no Manager.Reset and reports ``BootSourceOverrideEnabled`` as Continuous always
-(reference §5(a)); assertions stay within what it implements.
+(as observed with sushy-tools 2.2.0); assertions stay within what it implements.
 """
 
 from __future__ import annotations

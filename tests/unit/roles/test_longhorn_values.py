@@ -11,9 +11,9 @@ longhorn/longhorn repository (tag v1.12.2; the chart is published at https://cha
 That file cannot be fetched here: no package on PyPI or npm ships it (checked 2026-12: npm has no
 ``longhorn`` package, PyPI's ``longhorn`` is an unrelated blog engine, and neither registry lists a
 Longhorn chart), so there is nothing to pin by checksum. The list is therefore typed by hand from
-the project's reference, ``shared/reference/baremetal-gpu-k8s.md`` §5.3 (values for a tainted node,
-read from chart/values.yaml on master 1.12.0-dev, longhorn/longhorn commit bb2f2223 of 2026-08-21,
-and website docs 1.12.2 commit 0f622500) and §5.5 (deletingConfirmationFlag before uninstall). Every
+chart/values.yaml on master 1.12.0-dev (longhorn/longhorn commit bb2f2223 of 2026-08-21; values for a
+tainted node) and the Longhorn 1.12.2 documentation (longhorn/website commit 0f622500: the
+taint-toleration page, and deletingConfirmationFlag before uninstall). Every
 key except ``global.tolerations`` and ``defaultSettings.deletingConfirmationFlag`` also appears in
 the chart's values.yaml of v1.3.3-rc2 (a copy of that file was read for this check), so these are
 long-standing keys. When the pinned chart version
@@ -36,7 +36,7 @@ ROLE = REPO / "roles" / "longhorn_rwx"
 STANDIN_VALUES = REPO / "tests" / "lab" / "charts" / "longhorn-standin" / "values.yaml"
 
 # Documented values keys of the chart longhorn/longhorn (chart/values.yaml), as of DOCUMENTED_FOR.
-# Source: see the module docstring. persistence.defaultClass is not named in the reference; it is the
+# Source: see the module docstring. persistence.defaultClass is not named there; it is the
 # first key of the `persistence` block of chart/values.yaml in every released chart (v1.3 onwards,
 # "Setting that allows you to specify the default Longhorn StorageClass"), next to
 # persistence.defaultClassReplicaCount.

@@ -3,11 +3,13 @@
 """Dell iDRAC8 (12G/13G, e.g. R730): what differs from standard Redfish.
 
 * ``BootSourceOverrideTarget=Cd`` boots the *physical* drive; the virtual CD is booted through
-  Dell's SCP import (sushy's ``set_virtual_boot_device``, reference §0 and §3 row 1).
+  Dell's SCP import (sushy's ``set_virtual_boot_device``; dell/iDRAC-Redfish-Scripting#90,
+  dell/dellemc-openmanage-ansible-modules#693, openstack/ironic ``drivers/modules/drac/boot.py``).
 * The persistent boot order is a BIOS setting: PATCH ``BootSources/Settings`` (``BootSeq`` in
-  Legacy, ``UefiBootSeq`` in UEFI), then create a BIOS config job that a reboot applies (§1.4).
+  Legacy, ``UefiBootSeq`` in UEFI), then create a BIOS config job that a reboot applies (Dell's
+  iDRAC-Redfish-Scripting boot-order scripts; community.general ``idrac_redfish_command`` ``CreateBiosConfigJob``).
 * Boot mode is the BIOS attribute ``BootMode`` (``Uefi``/``Bios``) plus a job, since
-  ``BootSourceOverrideMode`` is read-only on 13G (§3 row 4).
+  ``BootSourceOverrideMode`` is read-only on 13G (``SYS410``/``SYS444``, ansible-collections/community.general#5091).
 * Virtual media lives under the Manager (CD, RemovableDisk).
 * Dell's iDRACReset service is missing: reset with ``Manager.Reset GracefulRestart``.
 

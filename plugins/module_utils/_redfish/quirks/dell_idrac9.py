@@ -7,7 +7,7 @@ virtual CD boot is the standard ``Cd`` + ``Once`` (iDRAC9 >= 4.40), virtual medi
 from 6.00.02 on (on the Manager before; the generic fallback finds both). The iDRAC itself is
 restarted through ``DelliDRACCardService.iDRACReset`` when it exists, else ``Manager.Reset``.
 ``BootSourceOverrideMode`` is a BIOS setting here: the PATCH queues a BIOS job that the next reboot
-runs (reference §1.3), so its id is taken from the answer's ``Location``, like the order's job, and
+runs (ironcore-dev/metal-operator#81), so its id is taken from the answer's ``Location``, like the order's job, and
 a reboot waits for it instead of returning while the mode is still the old one.
 """
 

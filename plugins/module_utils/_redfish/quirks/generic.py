@@ -3,8 +3,8 @@
 """Standard Redfish behaviour (DMTF), also the base of the Dell quirks.
 
 Boot override through ``set_system_boot_options`` (one GET + one PATCH with If-Match), persistent
-order through ``Boot.BootOrder`` with the ETag, never resent without it (sushy has no API for it,
-reference §1.4; ``RedfishClient.patch`` bypasses sushy's 412 handler), virtual
+order through ``Boot.BootOrder`` with the ETag, never resent without it (sushy has no API for it:
+openstack/sushy 5.x never touches ``Boot.BootOrder``; ``RedfishClient.patch`` bypasses sushy's 412 handler), virtual
 media on the System with a fallback to the Manager, BMC reset through ``Manager.Reset``.
 """
 

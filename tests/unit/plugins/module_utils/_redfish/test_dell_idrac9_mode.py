@@ -1,4 +1,4 @@
-"""iDRAC9 boot mode: the BIOS job the PATCH queued is found in its ``Location`` (reference §1.3)."""
+"""iDRAC9 boot mode: the BIOS job the PATCH queued is found in its ``Location`` (ironcore-dev/metal-operator#81)."""
 
 from __future__ import annotations
 
