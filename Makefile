@@ -163,14 +163,18 @@ molecule: venv
 demo: venv
 	scripts/demo.sh
 
+# The lab is the package ``lab`` in tests/ (tests/lab/labctl.py is its entry point): run as a module
+# with tests/ on the path, as pytest imports it (docs/lab/index.md).
+LABCTL := PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m lab.labctl
+
 lab-up: venv
-	$(BIN)/python tests/lab/labctl.py up
+	$(LABCTL) up
 
 lab-status: venv
-	$(BIN)/python tests/lab/labctl.py status
+	$(LABCTL) status
 
 lab-down: venv
-	$(BIN)/python tests/lab/labctl.py down
+	$(LABCTL) down
 
 bench: venv
 	@for bench in tests/bench/bench_*.py; do echo "== $$bench"; $(BIN)/python $$bench; done

@@ -26,6 +26,10 @@ step() {  # step <name> <command...>: run, time and record one step
   timeline+=("$(printf '%-44s %4ds' "$name" $((SECONDS - started)))")
 }
 
+labctl() {  # labctl up|status|down [args...]: the lab is the package ``lab`` in tests/ (docs/lab/index.md)
+  PYTHONPATH=$root/tests "$py" -m lab.labctl "$@"
+}
+
 playbook() {  # playbook <report dir> <playbook> [args...]
   local out=$1; shift
   METALPLANE_TIMELINE_DIR=$reports/$out "$root/.venv/bin/ansible-playbook" -i inventories/lab "$@"
@@ -42,12 +46,12 @@ second_run_changes_nothing() {
   rm -f "$log"
 }
 
-trap '"$py" tests/lab/labctl.py down --state-dir "$state_dir" >/dev/null || true' EXIT
-step "lab up (delay scale $delay_scale)" "$py" tests/lab/labctl.py up --state-dir "$state_dir" --delay-scale "$delay_scale"
+trap 'labctl down --state-dir "$state_dir" >/dev/null || true' EXIT
+step "lab up (delay scale $delay_scale)" labctl up --state-dir "$state_dir" --delay-scale "$delay_scale"
 step "site.yml: up" playbook timeline-up playbooks/site.yml
 step "site.yml again (expects changed=0)" second_run_changes_nothing
 step "down.yml" playbook timeline-down playbooks/down.yml
-step "lab down" "$py" tests/lab/labctl.py down --state-dir "$state_dir"
+step "lab down" labctl down --state-dir "$state_dir"
 trap - EXIT
 
 echo; echo "=== demo timeline"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lab.reference import REFERENCE_DIR, SKIP_PREFIX
+from lab.common.reference import REFERENCE_DIR, SKIP_PREFIX
 from support.collection import install_collection_finder
 from support.playbook import SHORT_TMP_ROOT, PlaybookRun, run_playbook
 

@@ -66,7 +66,7 @@ from k8s_real.frontdoor import FrontDoor
 from k8s_real.jsonhttp import TokenJsonHandler
 from k8s_real.kubehttp import KubeHttp, KubeHttpError, Target
 
-from lab.common import LOOPBACK, free_port
+from lab.common.emulator import LOOPBACK, free_port
 from support.collection import install_collection_finder
 
 install_collection_finder()

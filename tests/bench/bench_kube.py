@@ -1,6 +1,6 @@
 """Benchmark of kube_ready against kubernetes.core.k8s_info ``wait: true`` on the same object.
 
-Two figures, both against the Kubernetes emulator (tests/lab/kube.py), both through real
+Two figures, both against the Kubernetes emulator (tests/lab/kube/server.py), both through real
 ``ansible-playbook`` runs:
 
 1. Notice latency: the time from "the object became ready" (its Ready condition written on the
@@ -33,7 +33,7 @@ from typing import Any
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[0] = str(TESTS)
 
-from lab.kube import KubeEmulator
+from lab.kube.server import KubeEmulator
 from support.collection import install_collection_finder
 from support.playbook import run_playbook
 

@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python tests/bench/bench_redfish.py [--rounds N] [--json out.json]``
 
-For each personality of the lab emulator (``lab.redfish``, delay scale 0, each BMC on its own port
+For each personality of the lab emulator (``lab.redfish.server``, delay scale 0, each BMC on its own port
 so that community.general, which only takes ``host[:port]``, can address it) and each operation:
 
 * power-on from Off: ``redfish_power state=on`` (waits until On) vs ``redfish_command PowerOn``;
@@ -33,7 +33,7 @@ sys.path[0:0] = [str(TESTS)]
 
 from integration.redfish.images import ImageServer
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 from support.collection import install_collection_finder
 from support.playbook import run_playbook
 

@@ -30,10 +30,10 @@ TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 sys.path[0] = str(TESTS)
 
+from lab.common.emulator import lab_command, lab_environment
 from support.collection import ansible_env
 
 LAB_INVENTORY = REPO / "inventories" / "lab"
-LABCTL = TESTS / "lab" / "labctl.py"
 FORKS = 10
 
 
@@ -87,14 +87,15 @@ def bench(clusters: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mp-bench-") as tmp:
         state_dir = Path(tmp) / "state"
         inventory = write_inventory(Path(tmp) / "inventory", clusters)
-        python = sys.executable
-        subprocess.run([python, str(LABCTL), "up", "--state-dir", str(state_dir), "--delay-scale", "0"], check=True)
+        labctl = lab_command("lab.labctl")
+        env = lab_environment()
+        subprocess.run([*labctl, "up", "--state-dir", str(state_dir), "--delay-scale", "0"], check=True, env=env)
         try:
             up = run_site("site.yml", inventory, state_dir)
             again = run_site("site.yml", inventory, state_dir)
             down = run_site("down.yml", inventory, state_dir)
         finally:
-            subprocess.run([python, str(LABCTL), "down", "--state-dir", str(state_dir)], check=False)
+            subprocess.run([*labctl, "down", "--state-dir", str(state_dir)], check=False, env=env)
     return {"clusters": clusters, "forks": FORKS, "up": up, "no_op": again, "down": down}
 
 

@@ -24,8 +24,8 @@ from typing import Any
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[0] = str(TESTS)  # import as ``lab.*``/``support.*``; never shadow vultr-python
 
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import VultrContract, overlay_available
+from lab.vultr.contract import VultrContract, overlay_available
+from lab.vultr.server import VultrEmulator
 from support.collection import install_collection_finder
 from support.playbook import run_playbook
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab.registry import EMULATORS
-
-LABCTL = Path(__file__).resolve().parents[1] / "lab" / "labctl.py"
+from lab.common.emulator import lab_command, lab_environment
+from lab.common.registry import EMULATORS
 
 
 def labctl(state_dir: Path, *args: str, delay_scale: str = "0") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(LABCTL), *args, "--state-dir", str(state_dir), "--delay-scale", delay_scale],
+        lab_command("lab.labctl", *args, "--state-dir", str(state_dir), "--delay-scale", delay_scale),
+        env=lab_environment(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -56,7 +56,7 @@ def state_dir(tmp_path: Path):
 
 
 def test_up_twice_then_down_leaves_no_process(state_dir: Path) -> None:
-    assert EMULATORS, "no emulator is registered in tests/lab/registry.py"
+    assert EMULATORS, "no emulator is registered in tests/lab/common/registry.py"
 
     first = labctl(state_dir, "up")
     assert first.returncode == 0, first.stderr

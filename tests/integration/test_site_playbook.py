@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 import yaml
 
-from lab.kube import KubeEmulator
-from lab.modelplane import ModelplaneEmulator
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.kube.server import KubeEmulator
+from lab.modelplane.server import ModelplaneEmulator
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"

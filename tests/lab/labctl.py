@@ -1,11 +1,14 @@
 """Start, stop and inspect the lab digital twin: every registered emulator on loopback.
 
-    python tests/lab/labctl.py up [--delay-scale F]    start what is not running (restart what runs with
-                                                       another delay scale), write endpoints.yml
-    python tests/lab/labctl.py status                  what runs, where, whether it answers, and the
-                                                       contract checks of those that check one
-    python tests/lab/labctl.py down                    stop only what labctl started, clean state; exits
-                                                       1 if an emulator recorded a contract violation
+    PYTHONPATH=tests python -m lab.labctl up [--delay-scale F]
+            start what is not running (restart what runs with another delay scale), write endpoints.yml
+    PYTHONPATH=tests python -m lab.labctl status
+            what runs, where, whether it answers, and the contract checks of those that check one
+    PYTHONPATH=tests python -m lab.labctl down
+            stop only what labctl started, clean state; exits 1 if an emulator recorded a contract violation
+
+(from the repository root; ``make lab-up``, ``lab-status`` and ``lab-down`` run exactly these). The
+lab is the package ``lab`` in ``tests/``: see ``lab.common.emulator`` and docs/lab/index.md.
 
 Why a supervisor of its own: the playbooks, molecule and ``make demo`` need the emulators as real
 processes on real ports, and a developer's machine must never be left with stray servers. Every
@@ -14,7 +17,7 @@ crash of labctl or of an emulator still finds and stops exactly what labctl star
 process that merely reused a PID.
 
 Emulators that check their platform's API contract (the Vultr one, with the overlay spec: see
-``lab.registry``) keep a report in the state directory; ``down`` prints it and fails on a violation,
+``lab.common.registry``) keep a report in the state directory; ``down`` prints it and fails on a violation,
 so ``make demo`` and molecule's destroy cannot pass over an emulator that served what the real API
 would not.
 """
@@ -35,12 +38,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; see lab/common.py
-
 import yaml
 
-from lab.common import LOOPBACK, free_port
-from lab.registry import CONTRACT_PATH, EMULATORS, Emulator
+try:
+    from lab.common.emulator import LOOPBACK, free_port, lab_command, lab_environment
+    from lab.common.registry import CONTRACT_PATH, EMULATORS, Emulator
+except ModuleNotFoundError as exc:  # run as a file without tests/ on the path: say how to run it
+    if exc.name != "lab":
+        raise
+    sys.exit("labctl: run it from the repository root as `PYTHONPATH=tests python -m lab.labctl up|status|down`")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / "inventories" / "lab" / ".state"
@@ -157,9 +163,8 @@ class Lab:
         if emulator.contract_report is not None:
             emulator.contract_report(self.state_dir).unlink(missing_ok=True)
         port = free_port()
-        cmd = [
-            sys.executable,
-            str(emulator.script),
+        cmd = lab_command(
+            emulator.module,
             "--host",
             LOOPBACK,
             "--port",
@@ -169,10 +174,15 @@ class Lab:
             "--state-dir",
             str(self.state_dir),
             *emulator.extra_args(self.state_dir),
-        ]
+        )
         log = (self.log_dir / f"{emulator.name}.log").open("ab")
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=lab_environment(),
         )
         log.close()
         return Running(emulator.name, proc.pid, port, _start_ticks(proc.pid), str(emulator.script), delay_scale)

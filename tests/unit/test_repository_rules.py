@@ -7,7 +7,7 @@ who have only the collection. A citation of a document outside the repository (`
 for every such citation under the shipped directories.
 
 The lab (``tests/lab``) is not scanned: it reads the reference tree at run time as data
-(``tests/lab/reference.py``), which is not a citation.
+(``tests/lab/common/reference.py``), which is not a citation.
 """
 
 from __future__ import annotations

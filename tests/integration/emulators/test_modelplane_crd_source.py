@@ -1,6 +1,6 @@
 """The Modelplane emulator serves the XRD-derived CRDs when the reference exists, and both sources work.
 
-Why: ``lab.modelplane_crds`` generates the control plane's CRDs from Modelplane's XRDs (as Crossplane
+Why: ``lab.modelplane.crds`` generates the control plane's CRDs from Modelplane's XRDs (as Crossplane
 does) and falls back to a hand-written schema without ``../shared``. This checks, through the
 emulator's API, that the reference is what is served, that it enforces what only the XRDs say, and
 that the simulated controller's status writes survive either schema (nothing pruned), so the
@@ -23,9 +23,9 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.k
     kubeconfig_secret,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.readiness import unmet
-from lab.kube_api import ApiError
-from lab.modelplane import ModelplaneEmulator, gateway_address, model_replica
-from lab.modelplane_crds import (
+from lab.common.reference import SKIP_PREFIX, reference_path, require
+from lab.kube.api import ApiError
+from lab.modelplane.crds import (
     CRDS,
     FALLBACK,
     KINDS,
@@ -35,7 +35,7 @@ from lab.modelplane_crds import (
     XRD_DIR,
     fallback_crds,
 )
-from lab.reference import SKIP_PREFIX, reference_path, require
+from lab.modelplane.server import ModelplaneEmulator, gateway_address, model_replica
 
 MP = "modelplane.ai/v1alpha1"
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -1,6 +1,6 @@
-"""The Modelplane control-plane emulator (lab.modelplane): CRDs, the simulated controller, deletion.
+"""The Modelplane control-plane emulator (lab.modelplane.server): CRDs, the simulated controller, deletion.
 
-The workload cluster is a VKE twin (lab.vke_twin) so the controller's DRA ResourceSlices are checked
+The workload cluster is a VKE twin (lab.vultr.twin) so the controller's DRA ResourceSlices are checked
 in the cluster the kubeconfig Secret names.
 """
 
@@ -25,13 +25,13 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.k
     kubeconfig_secret,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.readiness import unmet
-from lab.kube_api import ApiError
-from lab.modelplane import FINALIZER, ModelplaneEmulator, gateway_address, model_replica
-from lab.modelplane_crds import KINDS
-from lab.reference import SKIP_PREFIX, reference_path, require
-from lab.vke_twin import workload_for
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.common.reference import SKIP_PREFIX, reference_path, require
+from lab.kube.api import ApiError
+from lab.modelplane.crds import KINDS
+from lab.modelplane.server import FINALIZER, ModelplaneEmulator, gateway_address, model_replica
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
+from lab.vultr.twin import workload_for
 
 EXAMPLES = reference_path("modelplane", "examples")
 MP = "modelplane.ai/v1alpha1"
@@ -242,7 +242,7 @@ def test_adoption_sets_conditions_and_publishes_slices(
 
 
 def test_labctl_entry_writes_the_kubeconfig(tmp_path: Path) -> None:
-    from lab.registry import EMULATORS
+    from lab.common.registry import EMULATORS
 
     (entry,) = [e for e in EMULATORS if e.name == "modelplane"]
     assert entry.script.is_file()
@@ -302,18 +302,17 @@ def _wait_port(port: int, timeout: float = 20.0) -> None:
 def test_out_of_process_lab_publishes_slices_across_processes(tmp_path: Path) -> None:
     """As labctl runs them: two processes; the controller reaches the twin only through the kubeconfig."""
     import subprocess
-    import sys
 
-    from lab.common import free_port
-    from lab.registry import LAB_DIR
+    from lab.common.emulator import free_port, lab_command, lab_environment
 
     vultr_port, mp_port = free_port(), free_port()
     common = ["--host", "127.0.0.1", "--delay-scale", "0", "--state-dir", str(tmp_path)]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(LAB_DIR / "vultr.py"), "--port", str(vultr_port), *common, "--workload-clusters"]
+            lab_command("lab.vultr.server", "--port", str(vultr_port), *common, "--workload-clusters"),
+            env=lab_environment(),
         ),
-        subprocess.Popen([sys.executable, str(LAB_DIR / "modelplane.py"), "--port", str(mp_port), *common]),
+        subprocess.Popen(lab_command("lab.modelplane.server", "--port", str(mp_port), *common), env=lab_environment()),
     ]
     try:
         _wait_port(vultr_port)

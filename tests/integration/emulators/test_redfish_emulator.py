@@ -1,4 +1,4 @@
-"""The Redfish BMC emulator (``lab.redfish``) driven by a real sushy client and raw HTTPS.
+"""The Redfish BMC emulator (``lab.redfish.server``) driven by a real sushy client and raw HTTPS.
 
 Why: the Redfish modules are only as well tested as the emulator is faithful. These tests pin the
 behaviour the modules rely on, per personality: the sushy paths (service root under a path
@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,10 +27,10 @@ import requests
 import sushy
 from sushy import auth as sushy_auth
 
-import lab.redfish as lab_redfish
-from lab.common import free_port
-from lab.redfish import BmcSpec, RedfishLab
-from lab.registry import EMULATORS
+import lab.redfish.server as lab_redfish
+from lab.common.emulator import free_port, lab_command, lab_environment
+from lab.common.registry import EMULATORS
+from lab.redfish.server import BmcSpec, RedfishLab
 
 PERSONALITIES = ("idrac8", "idrac9", "generic")
 NAMES = {"idrac8": "r730-1", "idrac9": "r740-1", "generic": "gen-1"}
@@ -841,7 +840,7 @@ def test_busy_503_burst(lab: RedfishLab) -> None:
 
 
 class _HoldRecorder:
-    """Stands in for ``time`` inside ``lab.redfish``: records each hold instead of sleeping it."""
+    """Stands in for ``time`` inside ``lab.redfish.server``: records each hold instead of sleeping it."""
 
     def __init__(self) -> None:
         self.holds: list[float] = []
@@ -954,8 +953,7 @@ def test_cli_serves_default_bmcs_and_control_api(tmp_path: Path, images: dict[st
     port = free_port()
     process = subprocess.Popen(
         [
-            sys.executable,
-            str(REPO / "tests/lab/redfish.py"),
+            *lab_command("lab.redfish.server"),
             "--port",
             str(port),
             "--state-dir",
@@ -965,7 +963,7 @@ def test_cli_serves_default_bmcs_and_control_api(tmp_path: Path, images: dict[st
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": ""},
+        env=lab_environment({**os.environ, "PYTHONPATH": ""}),
     )
     try:
         ca = tmp_path / "ca.pem"

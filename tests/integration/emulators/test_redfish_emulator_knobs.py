@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 
 SYSTEM = {"idrac8": "System.Embedded.1", "idrac9": "System.Embedded.1", "generic": "1"}
 MANAGER = {"idrac8": "iDRAC.Embedded.1", "idrac9": "iDRAC.Embedded.1", "generic": "1"}

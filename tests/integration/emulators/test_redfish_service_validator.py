@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.redfish import BmcSpec, RedfishLab
-from lab.redfish_bmc import BmcState
-from lab.redfish_tree import R, Tree
+from lab.redfish.bmc import BmcState
+from lab.redfish.server import BmcSpec, RedfishLab
+from lab.redfish.tree import R, Tree
 
 pytest.importorskip("redfish_service_validator")
 

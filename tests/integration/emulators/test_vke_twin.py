@@ -1,4 +1,4 @@
-"""The VKE twin: a workload Kubernetes API per Vultr cluster (lab.vke_twin), driven over HTTP."""
+"""The VKE twin: a workload Kubernetes API per Vultr cluster (lab.vultr.twin), driven over HTTP."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import requests
 import yaml
 from kubernetes import client, config
 
-from lab.vke_twin import WORKLOADS, plan_gpus, workload_for
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
+from lab.vultr.twin import WORKLOADS, plan_gpus, workload_for
 
 AUTH = {"Authorization": "Bearer lab-vultr-api-key"}
 TIMEOUT = 10

@@ -1,4 +1,4 @@
-"""The Vultr VKE emulator (``lab.vultr``): behaviour, faults, CLI, and conformance to the overlay spec.
+"""The Vultr VKE emulator (``lab.vultr.server``): behaviour, faults, CLI, and conformance to the overlay spec.
 
 Plain ``requests`` is the client on purpose, so these tests do not depend on the collection's Vultr
 client. Every test that uses the ``emu`` fixture ends with ``assert_no_violations``: each request and
@@ -11,7 +11,6 @@ import base64
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +20,10 @@ import pytest
 import requests
 import yaml
 
-from lab.common import free_port
-from lab.vultr import DEFAULT_API_KEY, VultrEmulator
-from lab.vultr_contract import VultrContract, assert_no_violations, contract_or_skip
-from lab.vultr_state import DEFAULT_GPU_PLANS, Delays
+from lab.common.emulator import free_port, lab_command, lab_environment
+from lab.vultr.contract import VultrContract, assert_no_violations, contract_or_skip
+from lab.vultr.server import DEFAULT_API_KEY, VultrEmulator
+from lab.vultr.state import DEFAULT_GPU_PLANS, Delays
 
 AUTH = {"Authorization": f"Bearer {DEFAULT_API_KEY}"}
 SYSTEM_POOL = {"label": "system", "plan": "vc2-6c-16gb", "node_quantity": 2}
@@ -566,9 +565,10 @@ def test_control_endpoints(emu: VultrEmulator) -> None:
 
 def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
     port = free_port()
-    script = Path(__file__).resolve().parents[2] / "lab" / "vultr.py"
-    args = [sys.executable, str(script), "--port", str(port), "--delay-scale", "0", "--state-dir", str(tmp_path)]
-    process = subprocess.Popen([*args, "--gpu-plans", "vcg-a16-2c-8g-2vram"], stderr=subprocess.PIPE)
+    args = lab_command("lab.vultr.server", "--port", str(port), "--delay-scale", "0", "--state-dir", str(tmp_path))
+    process = subprocess.Popen(
+        [*args, "--gpu-plans", "vcg-a16-2c-8g-2vram"], stderr=subprocess.PIPE, env=lab_environment()
+    )
     try:
         base = f"http://127.0.0.1:{port}/v2"
         deadline = time.monotonic() + 20

@@ -218,7 +218,7 @@ def kube() -> Iterator[KubeTarget]:
 
         yield KubeTarget(os.environ["MP_REAL_KUBECONFIG"], control=LaneControl.from_env())
         return
-    from lab.kube import KubeEmulator
+    from lab.kube.server import KubeEmulator
 
     # A fresh emulator (new port) per test: no state, fault or discovery cache leaks between tests.
     with KubeEmulator(delay_scale=1.0, name="it") as api:

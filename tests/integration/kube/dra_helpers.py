@@ -1,8 +1,8 @@
 """NVIDIA DRA objects published as plain API objects, the same way on the emulator and the real lane.
 
-Why: the emulator's GPU simulator (``lab.kube_gpu``) publishes ResourceSlices in-process only, and
+Why: the emulator's GPU simulator (``lab.kube.gpu``) publishes ResourceSlices in-process only, and
 Kubernetes 1.20 has no ``resource.k8s.io``. These helpers build ResourceSlices shaped like the
-NVIDIA DRA kubelet plugin publishes them (the product table of ``lab.kube_gpu``: attribute names,
+NVIDIA DRA kubelet plugin publishes them (the product table of ``lab.kube.gpu``: attribute names,
 driver-reported memory such as L40S ``46068Mi``) and write them through the API, so the gpu_ready
 ``dra`` tests run unchanged on the emulator (built-in ``resource.k8s.io/v1``) and on the real lane
 (CRD stand-ins from ``kubeconf_support.install_dra_stand_ins``).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from lab.kube_gpu import DEFAULT_DRIVER_VERSION, DRA_DRIVER, product
+from lab.kube.gpu import DEFAULT_DRIVER_VERSION, DRA_DRIVER, product
 
 DRA_API = "resource.k8s.io/v1"
 

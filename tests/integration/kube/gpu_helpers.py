@@ -2,7 +2,7 @@
 
 Why: gpu_ready's ``operator`` and ``allocatable`` checks read nodes (GPU feature discovery labels,
 ``nvidia.com/gpu`` in allocatable) and the ``nvidia-operator-validator`` DaemonSet. The emulator's
-GPU simulator (``lab.kube_gpu``) fakes both in-process. On the real lane the nodes are registered
+GPU simulator (``lab.kube.gpu``) fakes both in-process. On the real lane the nodes are registered
 by the fake kubelet at runtime (lane-control ``/kubelet/nodes``), the DaemonSet is the real
 controller's, scheduled by the real scheduler, and its pods are held not ready by the fake kubelet
 (``/kubelet/pod-rules``) until the test releases them: a validator stuck at an init container,
@@ -20,7 +20,7 @@ import contextlib
 import time
 from typing import Any
 
-from lab.kube_gpu import VALIDATOR_NAME, product, validator_daemonset
+from lab.kube.gpu import VALIDATOR_NAME, product, validator_daemonset
 
 POOL_LABEL = "modelplane.ai/pool"
 # The real DaemonSet controller, scheduler and fake kubelet settle a validator within seconds;

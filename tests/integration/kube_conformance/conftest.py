@@ -1,7 +1,7 @@
 """The Kubernetes conformance suite's target: the lab emulator, or a real kube-apiserver.
 
 Why: the emulator is only worth trusting while it answers like a real server. The same tests run
-against ``lab.kube.KubeEmulator`` (default) and, with ``MP_KUBE_TARGET=real`` and
+against ``lab.kube.server.KubeEmulator`` (default) and, with ``MP_KUBE_TARGET=real`` and
 ``MP_REAL_KUBECONFIG=<path>``, against the real kube-apiserver lane (v1.20 built from Debian, see
 docs/testing/k8s-real.md). Tests that need what 1.20 lacks (``resource.k8s.io``) or that inject
 faults are marked ``emulator_only``; the real lane deselects them with ``-m "not emulator_only"``
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def start_emulator(**kwargs: Any) -> Any:
-    from lab.kube import KubeEmulator
+    from lab.kube.server import KubeEmulator
 
     emulator = KubeEmulator(**{"delay_scale": 0.0, "name": "conformance", **kwargs})
     emulator.start()

@@ -511,7 +511,7 @@ def test_dynamic_client_finds_a_new_crd_after_cache_invalidation(kube_target: Ku
 @pytest.mark.emulator_only
 def test_emulator_models_the_crd_discovery_lag() -> None:
     """A real server lists a new CRD ~0.5 s after Established; the emulator (delay_scale=1) too."""
-    from lab.kube import KubeEmulator
+    from lab.kube.server import KubeEmulator
 
     with KubeEmulator(delay_scale=1.0, name="lag") as emulator:
         emulator.create(widget_crd("lag.example.com"))

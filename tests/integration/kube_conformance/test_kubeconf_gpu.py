@@ -12,8 +12,8 @@ import pytest
 from kubeconf_support import KubeTarget, eventually, sleep_briefly
 from kubernetes import client
 
-from lab.kube import KubeEmulator
-from lab.kube_api import HOLD_ANNOTATION
+from lab.kube.api import HOLD_ANNOTATION
+from lab.kube.server import KubeEmulator
 
 
 def ds_status(emulator: KubeEmulator, name: str = "nvidia-operator-validator", ns: str = "gpu-operator") -> dict:
@@ -82,7 +82,7 @@ def test_republishing_slices_replaces_the_old_ones(private_emulator: KubeEmulato
 
 @pytest.mark.emulator_only
 def test_invalid_resource_slice_is_422(private_emulator: KubeEmulator) -> None:
-    from lab.kube_api import ApiError
+    from lab.kube.api import ApiError
 
     with pytest.raises(ApiError) as info:
         private_emulator.create(

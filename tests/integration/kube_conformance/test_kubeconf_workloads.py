@@ -4,7 +4,7 @@ Why: helm 3.18 (pkg/kube/ready.go) finds a Deployment's new ReplicaSet (controll
 equal but for ``pod-template-hash``) and waits for that ReplicaSet's observedGeneration and
 readyReplicas; kubernetes.core and ``kubectl rollout status`` read the Deployment status. On the real
 lane the real deployment/replicaset controllers, scheduler and the fake kubelet produce the chain;
-on the emulator, ``lab.kube_apps``. Same assertions on both.
+on the emulator, ``lab.kube.apps``. Same assertions on both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from kubeconf_support import KubeTarget, eventually, wait_deleted
 from kubernetes import client
 
-from lab.kube_api import HOLD_ANNOTATION
+from lab.kube.api import HOLD_ANNOTATION
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from lab.redfish_bmc import RequestRecord
+from lab.redfish.bmc import RequestRecord
 
 # Methods that change something on a BMC.
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 from integration.redfish.images import ImageServer
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 
 PERSONALITIES = ("idrac8", "idrac9", "generic")
 

@@ -18,7 +18,7 @@ import yaml
 from integration.redfish.conftest import StartLab
 from integration.redfish.images import ImageServer
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 
 FQ = "metalplane.inference."
 FALLBACK = "r730-basic-ro"  # iDRAC8 firmware that refuses every write sent with HTTP Basic

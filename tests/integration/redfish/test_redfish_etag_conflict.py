@@ -20,7 +20,7 @@ import yaml
 from integration.redfish._requestlog import select
 from integration.redfish.conftest import StartLab
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 
 FQ = "metalplane.inference."
 ETAG_PERSONALITIES = ("idrac9", "generic")  # Boot.BootOrder with ETags; iDRAC8 has BootSources only

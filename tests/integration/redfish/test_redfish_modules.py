@@ -18,7 +18,7 @@ import yaml
 from integration.redfish.conftest import PERSONALITIES
 from integration.redfish.images import ImageServer
 
-from lab.redfish import RedfishLab
+from lab.redfish.server import RedfishLab
 
 FQ = "metalplane.inference."
 FIRST_BOOT_ENTRY = {

@@ -36,9 +36,9 @@ from integration.redfish._requestlog import WRITES, select
 from integration.redfish.conftest import PERSONALITIES, StartLab
 from integration.redfish.images import ImageServer
 
-from lab.common import free_port
-from lab.redfish import BmcSpec, RedfishLab
-from lab.redfish_bmc import RequestRecord
+from lab.common.emulator import free_port
+from lab.redfish.bmc import RequestRecord
+from lab.redfish.server import BmcSpec, RedfishLab
 
 FQ = "metalplane.inference."
 C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}

@@ -19,7 +19,7 @@ import yaml
 from integration.redfish._requestlog import select
 from integration.redfish.conftest import PERSONALITIES, StartLab
 
-from lab.redfish import BmcSpec, RedfishLab
+from lab.redfish.server import BmcSpec, RedfishLab
 
 FQ = "metalplane.inference."
 SESSIONS = "/redfish/v1/SessionService/Sessions"

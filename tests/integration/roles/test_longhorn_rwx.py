@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lab.kube import KubeEmulator
+from lab.kube.server import KubeEmulator
 
 REPO = Path(__file__).resolve().parents[3]
 HELM = REPO / ".build" / "bin" / "helm"

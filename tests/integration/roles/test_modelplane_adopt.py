@@ -21,10 +21,10 @@ import pytest
 import requests
 import yaml
 
-from lab.modelplane import ModelplaneEmulator, gateway_address, model_replica
-from lab.vke_twin import workload_for
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.modelplane.server import ModelplaneEmulator, gateway_address, model_replica
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
+from lab.vultr.twin import workload_for
 
 REPO = Path(__file__).resolve().parents[3]
 MP = "modelplane.ai/v1alpha1"
@@ -41,7 +41,7 @@ DRA_CHECK = ROLE + "Wait until the DRA driver publishes each pool's GPUs as its 
 PLURALS = {"InferenceClass": "inferenceclasses", "InferenceCluster": "inferenceclusters"}
 LABEL_POOL = ROLE + "Label the workload nodes of each pool with modelplane.ai/pool"
 UNPLANNABLE = ROLE + "Say why a dry run cannot plan classes generated from nodes it labels"
-# What the NVIDIA DRA driver publishes for these GPUs (lab.kube_gpu's table, as the twin's slices do).
+# What the NVIDIA DRA driver publishes for these GPUs (lab.kube.gpu's table, as the twin's slices do).
 L40S_ATTRIBUTES = {
     "productName": {"string": "NVIDIA L40S"},
     "architecture": {"string": "Ada Lovelace"},

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
 
 API_KEY = "lab-vultr-api-key"
 A16 = "vcg-a16-6c-64g-16vram"

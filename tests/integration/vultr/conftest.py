@@ -1,6 +1,6 @@
 """Fixtures for the Vultr modules' integration tests: in-process VKE emulators, made by one factory.
 
-Every exchange is validated against the overlay spec (``lab.vultr_contract``); a violation fails the
+Every exchange is validated against the overlay spec (``lab.vultr.contract``); a violation fails the
 test after it ran. Tests talk to the emulator through real ansible-playbook runs.
 
 ``make_emu(delay_scale=..., seed=..., **options)`` starts an emulator with the lab API key and the
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import assert_no_violations, contract_or_skip
+from lab.vultr.contract import assert_no_violations, contract_or_skip
+from lab.vultr.server import VultrEmulator
 
 API_KEY = "lab-vultr-api-key"
 DEFAULT_SEED = 7  # ids and probabilistic faults are reproducible per seed

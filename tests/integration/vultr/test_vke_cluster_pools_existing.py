@@ -13,7 +13,7 @@ from typing import Any
 
 from integration.vultr._tasks import cluster_task, failing
 
-from lab.vultr import VultrEmulator
+from lab.vultr.server import VultrEmulator
 
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"
 GPU_PLAN_2 = "vcg-a16-6c-64g-16vram"

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from integration.vultr._tasks import cluster_task, failing, pool_task
 
-from lab.vultr import VultrEmulator
-from lab.vultr_contract import Exchange
+from lab.vultr.contract import Exchange
+from lab.vultr.server import VultrEmulator
 
 API_KEY = "lab-vultr-api-key"  # conftest.API_KEY
 GPU_PLAN = "vcg-l40s-16c-180g-48vram"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.vultr import VultrEmulator
+from lab.vultr.server import VultrEmulator
 
 L40S = "vcg-l40s-16c-180g-48vram"
 A16 = "vcg-a16-6c-64g-16vram"

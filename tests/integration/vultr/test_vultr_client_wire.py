@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VultrClient
-from lab.vultr import VultrEmulator
+from lab.vultr.server import VultrEmulator
 
 API_KEY = "lab-vultr-api-key"  # the emulator fixture's key (conftest.API_KEY)
 

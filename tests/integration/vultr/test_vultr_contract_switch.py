@@ -16,7 +16,6 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,12 +25,11 @@ import pytest
 import requests
 import yaml
 
-from lab.common import LOOPBACK, free_port
-from lab.registry import EMULATORS, VULTR_STATE, _vultr_endpoint, vultr_contract_args
-from lab.vultr_contract import CONTRACT_REPORT, OVERLAY, VIOLATION_PREFIX, contract_or_skip
+from lab.common.emulator import LOOPBACK, free_port, lab_command, lab_environment
+from lab.common.registry import EMULATORS, VULTR_STATE, _vultr_endpoint, vultr_contract_args
+from lab.vultr.contract import CONTRACT_REPORT, OVERLAY, VIOLATION_PREFIX, contract_or_skip
 
 REPO = Path(__file__).resolve().parents[3]
-LAB_DIR = REPO / "tests" / "lab"
 LAB_VERIFY = REPO / "extensions" / "molecule" / "lab" / "verify.yml"
 LAB_INVENTORY = REPO / "inventories" / "lab"
 VERIFY_PLAY = "Verify the Vultr emulator saw only exchanges the Vultr API spec allows"
@@ -94,15 +92,17 @@ def violation_lines(text: str) -> list[str]:
 
 @pytest.fixture
 def emulator(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
-    """``python tests/lab/vultr.py --contract`` (the default spec); yields (process, base URL, state dir, stderr)."""
+    """``python -m lab.vultr.server --contract`` (the default spec); yields (process, base URL, state dir, stderr)."""
     contract_or_skip()
     port = free_port()
     state = tmp_path / "state"
     stderr = tmp_path / "vultr.stderr"
-    cmd = [sys.executable, str(LAB_DIR / "vultr.py"), "--port", str(port), "--delay-scale", "0"]
+    cmd = lab_command("lab.vultr.server", "--port", str(port), "--delay-scale", "0")
     cmd += ["--state-dir", str(state), "--contract"]
     with stderr.open("wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL, env=lab_environment()
+        )
     try:
         wait_listening(port, proc)
         yield proc, f"http://{LOOPBACK}:{port}", state, stderr
@@ -166,8 +166,10 @@ def test_contract_switch_reports_violations_on_stderr_in_the_report_and_the_endp
 
 def test_without_the_switch_nothing_is_checked(tmp_path: Path) -> None:
     port = free_port()
-    cmd = [sys.executable, str(LAB_DIR / "vultr.py"), "--port", str(port), "--delay-scale", "0"]
-    proc = subprocess.Popen([*cmd, "--state-dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cmd = lab_command("lab.vultr.server", "--port", str(port), "--delay-scale", "0")
+    proc = subprocess.Popen(
+        [*cmd, "--state-dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=lab_environment()
+    )
     try:
         wait_listening(port, proc)
         base = f"http://{LOOPBACK}:{port}"
@@ -183,8 +185,8 @@ def test_without_the_switch_nothing_is_checked(tmp_path: Path) -> None:
 
 def test_contract_switch_refuses_a_missing_spec(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere.json"
-    cmd = [sys.executable, str(LAB_DIR / "vultr.py"), "--port", str(free_port()), "--contract", str(missing)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    cmd = lab_command("lab.vultr.server", "--port", str(free_port()), "--contract", str(missing))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False, env=lab_environment())
     assert done.returncode == 2
     assert f"--contract: the Vultr overlay spec {missing} does not exist" in done.stderr
 
@@ -216,8 +218,8 @@ def test_registry_passes_contract_only_when_the_overlay_exists(
 
 
 def labctl(state_dir: Path, command: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, str(LAB_DIR / "labctl.py"), command, "--state-dir", str(state_dir), "--delay-scale", "0"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    cmd = lab_command("lab.labctl", command, "--state-dir", str(state_dir), "--delay-scale", "0")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False, env=lab_environment())
 
 
 @pytest.fixture

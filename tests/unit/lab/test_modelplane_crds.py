@@ -1,10 +1,10 @@
-"""lab.modelplane_crds: CRDs generated from Modelplane's XRDs as Crossplane does, and the fallback's contract.
+"""lab.modelplane.crds: CRDs generated from Modelplane's XRDs as Crossplane does, and the fallback's contract.
 
 Why: the lab's control plane is only a useful test target if its CRDs are the ones a real Modelplane
 control plane serves. They are generated from the reference XRDs when ``../shared`` is there; the
 hand-written fallback (for machines without it) must never contradict them, so every node it declares
 is compared with the generated schema here. Tests that need the reference skip through
-``lab.reference.require`` (failures with ``METALPLANE_REQUIRE_REFERENCE=1``).
+``lab.common.reference.require`` (failures with ``METALPLANE_REQUIRE_REFERENCE=1``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from lab import kube_structural
-from lab.modelplane_crds import (
+from lab.common.reference import require
+from lab.kube import structural as kube_structural
+from lab.modelplane.crds import (
     CATEGORY_COMPOSITE,
     CRDS,
     FALLBACK,
@@ -32,7 +33,6 @@ from lab.modelplane_crds import (
     load_xrd,
     select_crds,
 )
-from lab.reference import require
 
 Obj = dict[str, Any]
 _STR: Obj = {"type": "string"}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._kube import gfd, gpu
-from lab import kube_gpu
-from lab.vke_twin import GPU_MODELS
+from lab.kube import gpu as kube_gpu
+from lab.vultr.twin import GPU_MODELS
 
 # (label, productName or None, a word the reason must contain when None)
 PRODUCTS: list[tuple[str | None, str | None, str]] = [

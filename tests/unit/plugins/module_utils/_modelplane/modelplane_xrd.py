@@ -29,7 +29,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from lab.reference import reference_path, require
+from lab.common.reference import reference_path, require
 
 XRD_DIR = reference_path("modelplane", "xrds")
 EXAMPLES_DIR = reference_path("modelplane", "examples")

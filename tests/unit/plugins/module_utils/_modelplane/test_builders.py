@@ -31,7 +31,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.k
     kubeconfig_secret,
     rewrite_kubeconfig,
 )
-from lab.reference import require
+from lab.common.reference import require
 
 # --- the validator itself is not vacuous ------------------------------------------------------------
 

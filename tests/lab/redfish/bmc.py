@@ -1,4 +1,4 @@
-"""The state of one emulated BMC and the host behind it (``lab.redfish``).
+"""The state of one emulated BMC and the host behind it (``lab.redfish.server``).
 
 Why: the modules under test must see the *behaviour* of an iDRAC, not a static tree: power that
 takes time to change, a one-time boot consumed by the next boot, BIOS changes that wait for a job
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.redfish_faults import (
+from lab.redfish.faults import (
     BASE_MESSAGES,
     BUSY_MESSAGES,
     DELL_BUSY_MESSAGES,
@@ -35,7 +35,7 @@ from lab.redfish_faults import (
     Fault,
     error_body,
 )
-from lab.redfish_personality import PERSONALITIES, Personality
+from lab.redfish.personality import PERSONALITIES, Personality
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
@@ -92,7 +92,7 @@ class BmcSpec:
     # Firmware that accepts HTTP Basic for reads only: every write with Basic credentials gets 401
     # (an unconfirmed field report about iDRAC8); the fault of the same name does it N times.
     basic_writes_refused: bool = False
-    # The answer during the busy phase of a reset window: one of ``lab.redfish_faults.BUSY_MESSAGES``
+    # The answer during the busy phase of a reset window: one of ``lab.redfish.faults.BUSY_MESSAGES``
     # (Dell's 503 SYS518 or 400 SWC0700, or a plain DMTF 503; the Dell ids only on a Dell).
     # Default: SYS518 on a Dell, ServiceTemporarilyUnavailable otherwise.
     busy_message: str | None = None
@@ -267,7 +267,7 @@ class BmcState:
 
     # --------------------------------------------------------------- faults
     def inject(self, fault: str, count: int = 1, **options: Any) -> None:
-        """Arm ``fault`` for the next ``count`` occurrences (see ``lab.redfish_faults.FAULTS``)."""
+        """Arm ``fault`` for the next ``count`` occurrences (see ``lab.redfish.faults.FAULTS``)."""
         if fault not in FAULTS:
             msg = f"unknown fault {fault!r}; choose one of {FAULTS}"
             raise ValueError(msg)

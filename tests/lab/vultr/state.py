@@ -1,6 +1,6 @@
 """The VKE emulator's world: catalogue (regions, plans, versions) and the stateful clusters.
 
-Why a separate module: the HTTP layer (``lab.vultr``) only parses requests and renders envelopes; the
+Why a separate module: the HTTP layer (``lab.vultr.server``) only parses requests and renders envelopes; the
 rules that make the emulator useful for idempotence tests live here, next to the facts they come from
 (Vultr's API v2 documentation, https://www.vultr.com/api/, and its OpenAPI spec; govultr and
 terraform-provider-vultr; each fact names its source below, ``docs/lab/vultr.md`` lists them).
@@ -92,7 +92,7 @@ class Plan:
             "locations": list(self.locations),
         }
         if self.gpu_type is not None:
-            # Not in the overlay (a known spec gap, see lab.vultr_contract.KNOWN_RESPONSE_GAPS); the
+            # Not in the overlay (a known spec gap, see lab.vultr.contract.KNOWN_RESPONSE_GAPS); the
             # live API sends them (govultr plans.go, Terraform data_source_vultr_plan.go).
             out["gpu_vram_gb"] = self.gpu_vram_gb
             out["gpu_type"] = self.gpu_type

@@ -5,7 +5,7 @@ HTTP server holding real files at stable URLs, on loopback like every other emul
 tiny but carries the ISO 9660 signature a BMC checks, and its SHA-256 is published so playbooks
 can verify what they boot.
 
-    python tests/lab/artifacts.py --host 127.0.0.1 --port N [--state-dir DIR]
+    python -m lab.common.artifacts --host 127.0.0.1 --port N [--state-dir DIR]
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # import as ``lab.*``; see lab/common.py
-
-from lab.common import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
+from lab.common.emulator import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
 
 INSTALLER_ISO = "installer.iso"
 ISO9660_MAGIC_OFFSET = 0x8001  # the primary volume descriptor's "CD001" identifier

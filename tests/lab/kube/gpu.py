@@ -16,11 +16,11 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lab.kube_api import ApiError
-from lab.kube_discovery import ResourceType
+from lab.kube.api import ApiError
+from lab.kube.discovery import ResourceType
 
 if TYPE_CHECKING:
-    from lab.kube import KubeEmulator
+    from lab.kube.server import KubeEmulator
 
 Obj = dict[str, Any]
 DRA_DRIVER = "gpu.nvidia.com"
@@ -44,7 +44,7 @@ class GpuProduct:
     memory: str  # DRA capacity "memory" as the driver reports it (NVML total, BinarySI)
     memory_mib: int  # nvidia.com/gpu.memory label
     family: str  # nvidia.com/gpu.family label (current GFD: from the compute capability)
-    nominal_gb: int  # the memory the model is sold with (sizes Vultr vcg-* plans: lab.vke_twin)
+    nominal_gb: int  # the memory the model is sold with (sizes Vultr vcg-* plans: lab.vultr.twin)
 
     def gfd_labels(self, count: int) -> dict[str, str]:
         """The GPU Feature Discovery labels of a node with ``count`` of these GPUs (sharing disabled)."""
@@ -75,7 +75,7 @@ PRODUCTS: dict[str, GpuProduct] = {
     "NVIDIA-H100-80GB-HBM3": GpuProduct(
         "NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi", 81559, "hopper", 80
     ),
-    # Vultr VKE GPU plans (lab.vke_twin). [unverified] memory figures: what nvidia-smi commonly shows.
+    # Vultr VKE GPU plans (lab.vultr.twin). [unverified] memory figures: what nvidia-smi commonly shows.
     "NVIDIA-A16": GpuProduct("NVIDIA-A16", "NVIDIA A16", "Ampere", "8.6.0", "15356Mi", 15356, "ampere", 16),
     "NVIDIA-A40": GpuProduct("NVIDIA-A40", "NVIDIA A40", "Ampere", "8.6.0", "46068Mi", 46068, "ampere", 48),
     "NVIDIA-A100-80GB-PCIe": GpuProduct(

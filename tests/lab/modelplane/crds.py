@@ -6,7 +6,7 @@ collection writes is checked against the platform's own contract, not against ou
 
 * **Source, per kind**: the XRD ``<plural>.yaml`` in the shared reference tree
   (``../shared/reference/modelplane/xrds/`` next to the checkout, or ``$METALPLANE_REFERENCE_DIR``;
-  see ``lab.reference``) when that file exists; otherwise the small hand-written XRD below
+  see ``lab.common.reference``) when that file exists; otherwise the small hand-written XRD below
   (``FALLBACK_XRDS``), so the lab still runs on a machine without the reference tree. A reference
   file that exists but is not a Crossplane XRD is an error, never a silent fallback.
   ``SOURCES`` says which one each kind uses.
@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from lab.reference import reference_path
+from lab.common.reference import reference_path
 
 Obj = dict[str, Any]
 GROUP = "modelplane.ai"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 REFERENCE_DIR = Path(os.environ.get("METALPLANE_REFERENCE_DIR") or REPO_ROOT.parent / "shared" / "reference")
 
 # Every skip for a missing reference document starts with this, so conftest can count them.

@@ -20,9 +20,9 @@ In-process::
         lab.ca_path                  # CA bundle for verify=
         lab.bmc("r730-1").inject("insert_sys446", count=1)
 
-Command line (the ``lab.common`` contract)::
+Command line (the ``lab.common.emulator`` contract)::
 
-    python tests/lab/redfish.py --port 8443 --state-dir DIR [--delay-scale F]
+    python -m lab.redfish.server --port 8443 --state-dir DIR [--delay-scale F]
         [--bmcs r730-1:idrac8,r740-1:idrac9,gen-1:generic[:PORT]]
 
 Out-of-process control (no auth, loopback only): ``GET /lab/bmcs``, ``GET /lab/bmc/<name>/state``,
@@ -32,31 +32,27 @@ Out-of-process control (no auth, loopback only): ``GET /lab/bmcs``, ``GET /lab/b
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-if __name__ == "__main__":  # run as a script: import as ``lab.*`` (see lab.common)
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 import base64
 import contextlib
 import hashlib
 import json
 import shutil
 import ssl
+import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
-from lab.redfish_bmc import BmcError, BmcSpec, BmcState, Reply
-from lab.redfish_personality import DEFAULT_BMCS, LAB_PASSWORD, LAB_USERNAME
-from lab.redfish_tree import R, Tree
-from lab.tls import issue_server_certificate
+from lab.common.emulator import LOOPBACK, emulator_arguments, serve_until_signalled
+from lab.common.tls import issue_server_certificate
+from lab.redfish.bmc import BmcError, BmcSpec, BmcState, Reply
+from lab.redfish.personality import DEFAULT_BMCS, LAB_PASSWORD, LAB_USERNAME
+from lab.redfish.tree import R, Tree
 
 __all__ = ["BmcSpec", "BmcState", "RedfishLab"]
 

@@ -1,6 +1,7 @@
 """The emulators that ``labctl`` starts, and what each one publishes in ``endpoints.yml``.
 
-Each entry names a script ``tests/lab/<name>.py`` that follows the contract in ``lab.common``.
+Each entry names a module (``lab.<platform>.server``, run with ``python -m``) that follows the contract
+in ``lab.common.emulator``.
 ``endpoint(host, port, state_dir)`` returns the entry written under ``emulators.<name>`` in
 ``inventories/lab/.state/endpoints.yml``: URLs, lab credentials and kubeconfig paths that the lab
 inventory reads. Lab credentials are fixed, well-known test values: the lab is loopback only.
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.vultr_contract import CONTRACT_REPORT as VULTR_CONTRACT_REPORT
-from lab.vultr_contract import OVERLAY as VULTR_OVERLAY
+from lab.common.emulator import TESTS_DIR
+from lab.vultr.contract import CONTRACT_REPORT as VULTR_CONTRACT_REPORT
+from lab.vultr.contract import OVERLAY as VULTR_OVERLAY
 
-LAB_DIR = Path(__file__).resolve().parent
 # Where the vultr emulator keeps its files (its --state-dir below labctl's) and its contract report.
 VULTR_STATE = "vultr"
 CONTRACT_PATH = "/lab/contract"  # the control endpoint of an emulator that checks a contract
@@ -38,6 +39,7 @@ def _no_args(_state_dir: Path) -> list[str]:
 class Emulator:
     name: str
     endpoint: EndpointFn
+    module: str  # what labctl runs with ``python -m``
     extra_args: ArgsFn = _no_args
     # Files the emulator writes once it is ready to serve (besides accepting TCP connections).
     ready_files: Callable[[Path], list[Path]] = field(default=lambda _state_dir: [])
@@ -47,7 +49,8 @@ class Emulator:
 
     @property
     def script(self) -> Path:
-        return LAB_DIR / f"{self.name}.py"
+        """The module's file (labctl records it with each process it starts)."""
+        return TESTS_DIR.joinpath(*self.module.split(".")).with_suffix(".py")
 
 
 def _artifacts_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
@@ -95,16 +98,18 @@ EMULATORS: tuple[Emulator, ...] = (
     Emulator(
         name="artifacts",
         endpoint=_artifacts_endpoint,
+        module="lab.common.artifacts",
         ready_files=lambda state_dir: [state_dir / "artifacts" / "installer.iso"],
     ),
     # Vultr API v2 (VKE) emulator: api_endpoint follows vultr.cloud's convention (no /v2; the client
-    # appends it), the key is the emulator's fixed lab key (lab.vultr.DEFAULT_API_KEY).
+    # appends it), the key is the emulator's fixed lab key (lab.vultr.server.DEFAULT_API_KEY).
     # With the overlay spec, every exchange is checked against it (--contract): endpoints.yml then
     # publishes contract_url, which the lab's verify reads.
     Emulator(
         name="vultr",
         endpoint=_vultr_endpoint,
-        # Issue 6: each VKE cluster gets a workload Kubernetes API (lab.vke_twin).
+        module="lab.vultr.server",
+        # Issue 6: each VKE cluster gets a workload Kubernetes API (lab.vultr.twin).
         extra_args=lambda state_dir: [
             "--workload-clusters",
             "--state-dir",
@@ -121,6 +126,7 @@ EMULATORS: tuple[Emulator, ...] = (
             "kubeconfig": str(state_dir / "kube-lab.kubeconfig"),
             "url": f"https://{host}:{port}",
         },
+        module="lab.kube.server",
         extra_args=lambda _state_dir: [
             "--gpu-nodes",
             "2",
@@ -133,19 +139,21 @@ EMULATORS: tuple[Emulator, ...] = (
         ready_files=lambda state_dir: [state_dir / "kube-lab.kubeconfig"],
     ),
     # Redfish BMC emulator: one HTTPS port, one path prefix per BMC (iDRAC8 R730, iDRAC9, generic);
-    # clients verify TLS with the CA it writes (ca.pem). Endpoint shape: lab.redfish_personality.
+    # clients verify TLS with the CA it writes (ca.pem). Endpoint shape: lab.redfish.personality.
     Emulator(
         name="redfish",
         endpoint=lambda host, port, state_dir: __import__(
-            "lab.redfish_personality", fromlist=["lab_endpoint"]
+            "lab.redfish.personality", fromlist=["lab_endpoint"]
         ).lab_endpoint(host, port, state_dir),
+        module="lab.redfish.server",
         ready_files=lambda state_dir: [state_dir / "ca.pem"],
     ),
     # Modelplane control plane (issue 6): a Kubernetes API with the Modelplane CRDs and a simulated
-    # controller (lab.modelplane); the kubeconfig is written once the CRDs are served.
+    # controller (lab.modelplane.server); the kubeconfig is written once the CRDs are served.
     Emulator(
         name="modelplane",
         endpoint=lambda _host, _port, state_dir: {"kubeconfig": str(state_dir / "modelplane.kubeconfig")},
+        module="lab.modelplane.server",
         ready_files=lambda state_dir: [state_dir / "modelplane.kubeconfig"],
     ),
 )

@@ -8,23 +8,17 @@ inputs: the kubeconfig Secret in ``modelplane-system`` and the referenced Infere
 
 In-process (tests)::
 
-    from lab.modelplane import ModelplaneEmulator
+    from lab.modelplane.server import ModelplaneEmulator
     with ModelplaneEmulator(delay_scale=0.0) as mp:
         mp.kubeconfig_path        # control-plane kubeconfig (token inside)
-        mp.api                    # the lab.kube.KubeEmulator (create/apply/get/list)
+        mp.api                    # the lab.kube.server.KubeEmulator (create/apply/get/list)
 
-Out of process (labctl): ``python tests/lab/modelplane.py --host H --port N --state-dir DIR
+Out of process (labctl): ``python -m lab.modelplane.server --host H --port N --state-dir DIR
 [--delay-scale F] [--backend-ready-after S]``; writes ``DIR/modelplane.kubeconfig`` once the CRDs
 are served. Behaviour and limits: ``docs/lab/twin.md``.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-if __name__ == "__main__":  # import as ``lab.*``, never shadow a library with a script's name
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import base64
 import contextlib
@@ -32,22 +26,24 @@ import hashlib
 import json
 import shutil
 import ssl
+import sys
 import tempfile
 import threading
 import time
 import traceback
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import yaml
 
-from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
-from lab.kube import KubeEmulator
-from lab.kube_api import ApiError
-from lab.kube_gpu import DRA_DRIVER, device_class, resource_slice
-from lab.modelplane_crds import CRDS, GROUP, SOURCES, VERSION
+from lab.common.emulator import LOOPBACK, emulator_arguments, serve_until_signalled
+from lab.kube.api import ApiError
+from lab.kube.gpu import DRA_DRIVER, device_class, resource_slice
+from lab.kube.server import KubeEmulator
+from lab.modelplane.crds import CRDS, GROUP, SOURCES, VERSION
 
 Obj = dict[str, Any]
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -170,7 +166,7 @@ class ModelplaneEmulator:
         crds: tuple[Obj, ...] = CRDS,
     ) -> None:
         self.delay_scale = delay_scale
-        self.crds = crds  # lab.modelplane_crds: generated from the reference XRDs, or the fallback
+        self.crds = crds  # lab.modelplane.crds: generated from the reference XRDs, or the fallback
         self.backend_ready_after = backend_ready_after
         self.publish_slices = publish_slices
         self._tmp = None if state_dir else tempfile.mkdtemp(prefix="modelplane-lab-")

@@ -5,7 +5,7 @@ no kind. The emulator answers the kubernetes Python client (typed and DynamicCli
 (k8s, k8s_info, helm) and kubectl like kube-apiserver 1.34 would, within the limits documented in
 docs/lab/kube.md. It runs in-process (``KubeEmulator``, a thread) or as a script (``labctl``)::
 
-    python tests/lab/kube.py --host 127.0.0.1 --port N [--delay-scale F] [--state-dir DIR]
+    python -m lab.kube.server --host 127.0.0.1 --port N [--delay-scale F] [--state-dir DIR]
                              [--gpu-nodes N --gpu-product P --gpus-per-node G]
 
 which writes ``<state-dir>/kube-lab.kubeconfig``. Faults are injected in-process
@@ -14,12 +14,6 @@ which writes ``<state-dir>/kube-lab.kubeconfig``. Faults are injected in-process
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-if __name__ == "__main__":  # import as ``lab.*``, never shadow a library with a script's name
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 import base64
 import contextlib
 import json
@@ -27,21 +21,23 @@ import logging
 import shutil
 import socket
 import ssl
+import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import yaml
 
-from lab.common import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
-from lab.kube_api import ApiError, ApiServer, Request, Response
-from lab.kube_controllers import Controllers, Scheduler, seed_namespaces
-from lab.kube_store import Store
-from lab.tls import issue_server_certificate
+from lab.common.emulator import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
+from lab.common.tls import issue_server_certificate
+from lab.kube.api import ApiError, ApiServer, Request, Response
+from lab.kube.controllers import Controllers, Scheduler, seed_namespaces
+from lab.kube.store import Store
 
 LOG = logging.getLogger("lab.kube")
 KUBECONFIG_NAME = "kube-lab.kubeconfig"
@@ -187,7 +183,7 @@ class KubeEmulator:
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
         self._reopen: threading.Timer | None = None
-        from lab.kube_gpu import GpuSimulator
+        from lab.kube.gpu import GpuSimulator
 
         self.gpu = GpuSimulator(self)
         self.kubeconfig_path = Path()
@@ -491,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", default=DEFAULT_TOKEN, help="bearer token clients must send")
     parser.add_argument("--gpu-nodes", type=int, default=0, help="seed this many GPU nodes (gpu-node-0, ...)")
     parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--gpu-product", default="NVIDIA-L40S", help="product; see lab.kube_gpu.PRODUCTS")
+    parser.add_argument("--gpu-product", default="NVIDIA-L40S", help="product; see lab.kube.gpu.PRODUCTS")
     parser.add_argument("--dra", action="store_true", help="publish NVIDIA DRA ResourceSlices for the GPU nodes")
     parser.add_argument(
         "--operator-ready-after",

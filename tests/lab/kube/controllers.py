@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lab import kube_schemas as schemas
-from lab.kube_api import CRD_CLEANUP_FINALIZER, DEFAULT_NAMESPACES, HOLD_ANNOTATION, ApiError, ApiServer, Target
-from lab.kube_apps import DeploymentController
-from lab.kube_discovery import ResourceType
+from lab.kube import schemas
+from lab.kube.api import CRD_CLEANUP_FINALIZER, DEFAULT_NAMESPACES, HOLD_ANNOTATION, ApiError, ApiServer, Target
+from lab.kube.apps import DeploymentController
+from lab.kube.discovery import ResourceType
 
 Obj = dict[str, Any]
 LOG = logging.getLogger("lab.kube")

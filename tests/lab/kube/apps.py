@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lab.kube_api import ApiError, Target, now_iso
+from lab.kube.api import ApiError, Target, now_iso
 
 if TYPE_CHECKING:
-    from lab.kube_controllers import Controllers
-    from lab.kube_discovery import ResourceType
+    from lab.kube.controllers import Controllers
+    from lab.kube.discovery import ResourceType
 
 Obj = dict[str, Any]
 

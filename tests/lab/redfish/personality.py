@@ -168,14 +168,14 @@ PERSONALITIES: dict[str, Personality] = {
 }
 
 
-# The BMCs ``python tests/lab/redfish.py`` serves when ``--bmcs`` is not given: name -> personality.
+# The BMCs ``python tests/lab/redfish/server.py`` serves when ``--bmcs`` is not given: name -> personality.
 DEFAULT_BMCS: dict[str, str] = {"r730-1": "idrac8", "r740-1": "idrac9", "gen-1": "generic"}
 LAB_USERNAME = "root"
 LAB_PASSWORD = "calvin"  # the well-known lab credential; the lab is loopback only
 
 
 def lab_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
-    """The ``endpoints.yml`` entry of the default Redfish lab (see ``lab.registry``)."""
+    """The ``endpoints.yml`` entry of the default Redfish lab (see ``lab.common.registry``)."""
     return {
         "ca_path": str(state_dir / "ca.pem"),
         "username": LAB_USERNAME,

@@ -15,7 +15,7 @@ from vultr/vultr-mcp's ``openapi.json`` and govultr). The check is strict:
 Exemptions are explicit, never silent: the spec gaps below (``KNOWN_RESPONSE_GAPS``: fields the live
 API sends that the overlay lacks) are counted in ``VultrContract.gap_hits``; an injected fault whose
 status the operation does not declare is recorded as exempt; a test that sends an invalid request on
-purpose wraps it in ``emu.expect_violations(reason)`` (see ``lab.vultr``).
+purpose wraps it in ``emu.expect_violations(reason)`` (see ``lab.vultr.server``).
 
 The spec is not copied into the repository: it is read from ``<repo>/../shared/reference/vultr/``.
 """
@@ -31,14 +31,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lab.reference import reference_path, require
+from lab.common.reference import reference_path, require
 
 SPEC_DIR = reference_path("vultr")
 OVERLAY = SPEC_DIR / "vke-subset-overlay.json"
 
 # The contract report the out-of-process emulator keeps in its state directory (``--contract``):
 # ``VultrEmulator.contract_report()`` as JSON, rewritten at start, on every violation and at shutdown.
-# labctl reads it (``lab.registry``), so it is named here, where importing costs no HTTP server.
+# labctl reads it (``lab.common.registry``), so it is named here, where importing costs no HTTP server.
 CONTRACT_REPORT = "vultr-contract.json"
 # What starts each violation line the out-of-process emulator prints on stderr.
 VIOLATION_PREFIX = "CONTRACT VIOLATION:"

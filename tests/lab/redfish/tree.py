@@ -3,7 +3,7 @@
 Why: one place that knows the resource shapes per personality (iDRAC8 13G, iDRAC9 14G+, generic
 DMTF), built from the live ``BmcState`` on every request, so a GET always shows the state that the
 last action produced. Paths are canonical (``/redfish/v1/...``); the HTTP layer in
-``lab.redfish`` rewrites them under each BMC's mount prefix.
+``lab.redfish.server`` rewrites them under each BMC's mount prefix.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from lab.redfish_bmc import (
+from lab.redfish.bmc import (
     BOOT_OPTIONS,
     GPU_MODEL,
     LEGACY_DEVICES,

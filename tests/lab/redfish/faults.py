@@ -1,4 +1,4 @@
-"""Redfish error bodies and the fault table of the Redfish BMC emulator (``lab.redfish``).
+"""Redfish error bodies and the fault table of the Redfish BMC emulator (``lab.redfish.server``).
 
 Why a module of its own: the modules under test classify failures by the ``MessageId`` inside
 ``error.@Message.ExtendedInfo`` (``SYS446``, ``RAC0904``, ``VRM0021``, ...), so every error the

@@ -1,4 +1,4 @@
-"""The VKE "twin": one in-process Kubernetes API (``lab.kube.KubeEmulator``) per Vultr VKE cluster.
+"""The VKE "twin": one in-process Kubernetes API (``lab.kube.server.KubeEmulator``) per Vultr VKE cluster.
 
 Why: after provisioning, every playbook step talks to the workload cluster through the kubeconfig
 that ``GET /v2/kubernetes/clusters/{id}/config`` returns. With the twin on, that kubeconfig points at
@@ -13,7 +13,7 @@ Wiring (``VultrEmulator(twin=True)`` or ``--workload-clusters`` does this)::
     twin.stop()         # stops every workload API
 
 ``WORKLOADS`` maps a workload API URL to its emulator, so in-process simulators (the Modelplane
-control plane, ``lab.modelplane``) can reach the cluster a kubeconfig names.
+control plane, ``lab.modelplane.server``) can reach the cluster a kubeconfig names.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab.kube import KubeEmulator
-from lab.kube_api import ApiError
-from lab.kube_gpu import product as gpu_product
+from lab.kube.api import ApiError
+from lab.kube.gpu import product as gpu_product
+from lab.kube.server import KubeEmulator
 
 if TYPE_CHECKING:
-    from lab.vultr import ClusterHook, VultrEmulator
+    from lab.vultr.server import ClusterHook, VultrEmulator
 
 Obj = dict[str, Any]
 
@@ -42,7 +42,7 @@ POOL_LABEL = "vke.vultr.com/node-pool"
 SYNC_SECONDS = 0.25
 
 
-# gpu token of a vcg-* plan id -> the GPU behind it (a lab.kube_gpu product: the one table of GPU models,
+# gpu token of a vcg-* plan id -> the GPU behind it (a lab.kube.gpu product: the one table of GPU models,
 # so the twin's node labels and the DRA slices the Modelplane emulator publishes describe the same GPU).
 # The plan's total VRAM / the model's nominal memory = GPU count; less than one whole GPU is a vGPU
 # fraction (one device with the plan's VRAM).
@@ -59,7 +59,7 @@ _PLAN = re.compile(r"^vcg-(?P<gpu>[a-z0-9]+)-.*-(?P<vram>\d+)vram$")
 
 @dataclass(frozen=True)
 class PlanGpus:
-    product: str  # lab.kube_gpu product label (nvidia.com/gpu.product)
+    product: str  # lab.kube.gpu product label (nvidia.com/gpu.product)
     count: int  # nvidia.com/gpu per node
     fraction: float  # 1.0 for whole GPUs, e.g. 0.333 for a 16 GB slice of an A40
     vram_gb: int  # total per node
@@ -132,7 +132,7 @@ class VkeTwin:
 
     def kubeconfig(self, cluster: Obj) -> str:
         """The workload API's kubeconfig; before the cluster is active, Vultr's unroutable default."""
-        from lab.vultr import default_kubeconfig
+        from lab.vultr.server import default_kubeconfig
 
         with self._lock:
             api = self.workloads.get(cluster["id"])

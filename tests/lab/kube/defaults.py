@@ -14,8 +14,8 @@ import itertools
 import json
 from typing import Any
 
-from lab import kube_structural as structural
-from lab.kube_discovery import ResourceType
+from lab.kube import structural
+from lab.kube.discovery import ResourceType
 
 Obj = dict[str, Any]
 

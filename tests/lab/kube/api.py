@@ -4,7 +4,7 @@ Why: everything the collection does after provisioning goes through a Kubernetes
 can only trust a target that answers like kube-apiserver: Status bodies with reason and code, 409 on
 stale resourceVersions and apply conflicts, 422 on schema violations, 415 for strategic merge on
 custom resources, status subresource separation, finalizers, dryRun. The HTTP transport lives in
-``lab.kube``; this module is transport-free so the in-process API uses the very same code paths.
+``lab.kube.server``; this module is transport-free so the in-process API uses the very same code paths.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from urllib.parse import parse_qsl
 
 import yaml
 
-from lab import kube_discovery as discovery
-from lab import kube_patch as patching
-from lab import kube_schemas as schemas
-from lab.kube_discovery import ResourceType
-from lab.kube_store import Event, Key, SelectorError, Store, Watcher, field_matcher, label_matcher
+from lab.kube import discovery, schemas
+from lab.kube import patch as patching
+from lab.kube.discovery import ResourceType
+from lab.kube.store import Event, Key, SelectorError, Store, Watcher, field_matcher, label_matcher
 
 Obj = dict[str, Any]
 LOG = logging.getLogger("lab.kube")
@@ -336,7 +335,7 @@ class ApiServer:
         if not request.body.strip():
             return {}
         if "protobuf" in request.headers.get("content-type", ""):
-            from lab.kube_proto import ProtobufError, decode
+            from lab.kube.proto import ProtobufError, decode
 
             try:
                 return decode(request.body, "DeleteOptions")
@@ -358,7 +357,7 @@ class ApiServer:
     def _body(self, request: Request, rtype: ResourceType) -> Obj:
         content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
         if "protobuf" in content_type:
-            from lab.kube_proto import ProtobufError, decode
+            from lab.kube.proto import ProtobufError, decode
 
             try:
                 return decode(request.body, rtype.kind)
@@ -557,7 +556,7 @@ class ApiServer:
 
     def _admit(self, rtype: ResourceType, obj: Obj, old: Obj | None, query: dict[str, str] | None = None) -> None:
         """Defaulting, pruning, validation: the admission chain of every write."""
-        from lab.kube_defaults import apply_defaults, semantic_errors
+        from lab.kube.defaults import apply_defaults, semantic_errors
 
         obj["apiVersion"], obj["kind"] = rtype.group_version, rtype.kind
         meta = obj["metadata"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonpatch
 
-from lab import kube_schemas as schemas
+from lab.kube import schemas
 
 Obj = dict[str, Any]
 FieldPath = tuple[str, ...]

@@ -5,20 +5,20 @@ responses, and never create duplicates. None of that can be tested against a sta
 or the paid live API. This emulator keeps clusters, node pools, nodes, labels and taints in memory,
 moves them to ``active`` after configurable delays, injects faults per endpoint, logs every request
 (for the benchmark) and can check every exchange against Vultr's OpenAPI overlay
-(``lab.vultr_contract``). Behaviour and its sources: ``docs/lab/vultr.md``.
+(``lab.vultr.contract``). Behaviour and its sources: ``docs/lab/vultr.md``.
 
 In-process (tests)::
 
-    from lab.vultr import VultrEmulator
+    from lab.vultr.server import VultrEmulator
     with VultrEmulator(delay_scale=0.0, contract=True) as emu:
         emu.base_url              # http://127.0.0.1:PORT/v2
         emu.inject(method="POST", path=r"/kubernetes/clusters$", fault="lost_response")
 
-Out of process (labctl): ``python tests/lab/vultr.py --host 127.0.0.1 --port N [--delay-scale F]
+Out of process (labctl): ``python -m lab.vultr.server --host 127.0.0.1 --port N [--delay-scale F]
 [--state-dir DIR] [--api-key K] [--gpu-plans a,b] [--vpc-only-works | --vpc-only-partial] [--seed S]
 [--workload-clusters [--validator-ready-after S]] [--contract [SPEC]]``; control it through ``/lab/faults``,
 ``/lab/requests`` and ``/lab/contract`` (loopback only, no auth). ``--workload-clusters`` (``twin=True``)
-runs a workload Kubernetes API per cluster (``lab.vke_twin``, ``docs/lab/twin.md``). ``--contract``
+runs a workload Kubernetes API per cluster (``lab.vultr.twin``, ``docs/lab/twin.md``). ``--contract``
 checks every exchange against the overlay spec exactly as the in-process tests do: each violation is
 one ``CONTRACT VIOLATION: <method> <path>: <reason>`` line on stderr and is kept in
 ``<state-dir>/vultr-contract.json`` (what ``labctl status``/``down`` report).
@@ -41,14 +41,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-if __name__ == "__main__":
-    # Import as ``lab.*`` and never let this script shadow vultr-python's ``vultr`` package.
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-from lab.common import LOOPBACK, emulator_arguments, serve_until_signalled
-from lab.vultr_contract import CONTRACT_REPORT, OVERLAY, VIOLATION_PREFIX, Exchange, VultrContract
-from lab.vultr_faults import UNDOCUMENTED_FIELD, Fault, FaultInjector, RequestLog
-from lab.vultr_state import ApiError, Delays, VkeState, bad_request
+from lab.common.emulator import LOOPBACK, emulator_arguments, serve_until_signalled
+from lab.vultr.contract import CONTRACT_REPORT, OVERLAY, VIOLATION_PREFIX, Exchange, VultrContract
+from lab.vultr.faults import UNDOCUMENTED_FIELD, Fault, FaultInjector, RequestLog
+from lab.vultr.state import ApiError, Delays, VkeState, bad_request
 
 DEFAULT_API_KEY = "lab-vultr-api-key"
 API_PREFIX = "/v2"
@@ -241,10 +237,10 @@ class VultrEmulator:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
-        # Issue 6: a workload Kubernetes API per active cluster (lab.vke_twin), off by default.
+        # Issue 6: a workload Kubernetes API per active cluster (lab.vultr.twin), off by default.
         self.twin: Any = None
         if twin:
-            from lab.vke_twin import VkeTwin
+            from lab.vultr.twin import VkeTwin
 
             self.twin = VkeTwin(self, validator_ready_after=validator_ready_after, state_dir=workload_state_dir)
 
