@@ -10,13 +10,13 @@ with 401/403 after reads worked, the client opens a session with sushy's ``Sessi
 that one write, keeps the session for the rest of the task and deletes it on the way out
 (``auth_fallback``). That lives in one place, the sushy ``Connector`` subclass below, because every
 request (ours and sushy's own, e.g. ``reset_system``, ``insert_media``, the Dell SCP import) goes
-through its ``intercept`` (``sushy_adapter``, the one file that touches sushy's internals). The System is located
-with as few requests as the service allows (``system_id``; Dell's fixed id; DSP0266's ``?only``
-where the root advertises it; else listing the collection) and kept: it is what every module reads
-first, and with Basic auth its GET is also the credential check. The client counts every HTTP
-exchange (sushy's ``response_callback`` on this client's own connector, no globals), which is what
-the benchmark and the integration tests read. Waiting for a BMC to come back after a reset lives
-here too, because it has to drop and re-create the client.
+through its ``intercept`` (``sushy_adapter.py`` is the one file that touches sushy's internals).
+The System is located with as few requests as the service allows (``system_id``; Dell's fixed
+id; DSP0266's ``?only`` where the root advertises it; else listing the collection) and kept: it is
+what every module reads first, and with Basic auth its GET is also the credential check. The
+client counts every HTTP exchange (sushy's ``response_callback`` on this client's own connector,
+no globals), which is what the benchmark and the integration tests read. Waiting for a BMC to
+come back after a reset lives here too, because it has to drop and re-create the client.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -120,7 +121,7 @@ class _Connector(InterceptingConnector):
         self.client = client
         self.basic_reads_ok = False  # a GET with HTTP Basic credentials succeeded in this task
 
-    def intercept(self, method: str, path: str, send: Any, *, allow_reauth: bool) -> Any:
+    def intercept(self, method: str, path: str, send: Callable[..., Any], *, allow_reauth: bool) -> Any:
         basic = self.sends_basic
         try:
             response = send(allow_reauth=allow_reauth)
