@@ -10,21 +10,21 @@ with 401/403 after reads worked, the client opens a session with sushy's ``Sessi
 that one write, keeps the session for the rest of the task and deletes it on the way out
 (``auth_fallback``). That lives in one place, the sushy ``Connector`` subclass below, because every
 request (ours and sushy's own, e.g. ``reset_system``, ``insert_media``, the Dell SCP import) goes
-through its ``_op``. The System is located
-with as few requests as the service allows (``system_id``; Dell's fixed id; DSP0266's ``?only``
-where the root advertises it; else listing the collection) and kept: it is what every module reads
-first, and with Basic auth its GET is also the credential check. The client counts every HTTP
-exchange (a ``requests`` response hook on this client's own session, no globals), which is what
-the benchmark and the integration tests read. Waiting for a BMC to come back after a reset lives
-here too, because it has to drop and re-create the client.
+through its ``intercept`` (``sushy_adapter.py`` is the one file that touches sushy's internals).
+The System is located with as few requests as the service allows (``system_id``; Dell's fixed
+id; DSP0266's ``?only`` where the root advertises it; else listing the collection) and kept: it is
+what every module reads first, and with Basic auth its GET is also the credential check. The
+client counts every HTTP exchange (sushy's ``response_callback`` on this client's own connector,
+no globals), which is what the benchmark and the integration tests read. Waiting for a BMC to
+come back after a reset lives here too, because it has to drop and re-create the client.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,21 +48,17 @@ from .errors import (
     from_sushy,
     message_ids,
 )
+from .sushy_adapter import InterceptingConnector, set_root_auth, system_from_document
 
 try:
     import requests
     import sushy
     from sushy import auth as sushy_auth
-    from sushy import connector as sushy_connector
     from sushy import exceptions as sushy_exceptions
-    from sushy.resources import base as sushy_base
-    from sushy.resources.system import system as sushy_system
 
     SUSHY_IMPORT_ERROR: str | None = None
-    _CONNECTOR_BASE: Any = sushy_connector.Connector
 except ImportError:  # pragma: no cover - exercised by the sanity import test
     SUSHY_IMPORT_ERROR = traceback.format_exc()
-    _CONNECTOR_BASE = object
 
 CONNECT_TIMEOUT = 10  # seconds to open TCP/TLS: an unreachable BMC fails fast, a slow one may still read
 # sushy retries GETs on 5xx and any request on SYS518; keep it short, our own waits do the rest.
@@ -111,13 +107,13 @@ class RequestLog:
         return counts
 
 
-class _Connector(_CONNECTOR_BASE):  # type: ignore[misc,valid-type]
+class _Connector(InterceptingConnector):
     """sushy's ``Connector`` plus one hook: a write refused to HTTP Basic is retried with a session.
 
-    ``_op`` is the single method every sushy request passes through (``get``/``post``/``patch``/
-    ``put``/``delete``, sushy's own retries and re-logins). sushy gives up on an ``AccessError``
-    under Basic auth ("no way to recover"); here the owning client may open a session instead and
-    the write is sent exactly once more, with ``allow_reauth=False`` so sushy adds no third try.
+    ``intercept`` sees every sushy request (``get``/``post``/``patch``/``put``/``delete``, sushy's
+    own retries and re-logins). sushy gives up on an ``AccessError`` under Basic auth ("no way to
+    recover"); here the owning client may open a session instead and the write is sent exactly once
+    more, with ``allow_reauth=False`` so sushy adds no third try.
     """
 
     def __init__(self, *args: Any, client: RedfishClient, **kwargs: Any) -> None:
@@ -125,12 +121,7 @@ class _Connector(_CONNECTOR_BASE):  # type: ignore[misc,valid-type]
         self.client = client
         self.basic_reads_ok = False  # a GET with HTTP Basic credentials succeeded in this task
 
-    @property
-    def sends_basic(self) -> bool:
-        return self._session.auth is not None
-
-    def _op(self, method: str, path: str = "", *args: Any, allow_reauth: bool = True, **kwargs: Any) -> Any:
-        send = functools.partial(super()._op, method, path, *args, **kwargs)
+    def intercept(self, method: str, path: str, send: Callable[..., Any], *, allow_reauth: bool) -> Any:
         basic = self.sends_basic
         try:
             response = send(allow_reauth=allow_reauth)
@@ -187,8 +178,8 @@ class RedfishClient:
             server_side_retries_delay=SERVER_SIDE_RETRIES_DELAY,
             default_request_timeout=p.timeout,
             connect_timeout=min(CONNECT_TIMEOUT, p.timeout),
+            response_callback=self.log.hook,
         )
-        conn._session.hooks["response"].append(self.log.hook)
         self._conn = conn
         if self.auth_used == "session":  # asked for, or Basic was refused a write earlier in the task
             self._auth = sushy_auth.SessionOrBasicAuth(username=p.username, password=p.password)
@@ -232,7 +223,7 @@ class RedfishClient:
     def _drop(self) -> None:
         """Forget the client without a request; never raises."""
         if self.root is not None:
-            self.root._auth = None  # we closed it; keep Sushy.__del__ from trying again
+            set_root_auth(self.root, None)  # we closed it; keep Sushy.__del__ from trying again
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()
@@ -300,7 +291,7 @@ class RedfishClient:
             ) from exc
         self._auth = auth
         if self.root is not None:
-            self.root._auth = auth
+            set_root_auth(self.root, auth)
         self.fallback_status = int(refused.status_code)
 
     def refused_with_session(self, method: str, path: str, refused: Any, again: Any) -> MetalplaneError:
@@ -319,6 +310,11 @@ class RedfishClient:
         )
 
     # -- resources -------------------------------------------------------------------------
+    @property
+    def connector(self) -> Any:
+        """The open client's sushy ``Connector``, for sushy resources built from documents already read."""
+        return self._conn
+
     def _member_path(self, collection: str, identity: str | None) -> str:
         prefix = self.params.root_prefix
         if identity:
@@ -358,7 +354,7 @@ class RedfishClient:
             body = self._conn.get(f"{prefix}Systems?only").json()
             if "Members" in body or not body.get("@odata.id"):
                 return self.root.get_system(self._first_member(body, "Systems"))
-            return _system_from_document(self.root, self._conn, body)
+            return system_from_document(self.root, self._conn, body)
         return self.root.get_system(self._member_path("Systems", None))
 
     def _unknown_system(self) -> InputError:
@@ -430,18 +426,19 @@ class RedfishClient:
     def patch(self, path: str, data: dict[str, Any], doing: str, etag: str | None = None) -> Any:
         """PATCH ``path``; with ``etag``, guarded by ``If-Match`` and never sent without it.
 
-        sushy's ``Connector.patch`` answers a 412 by sending the PATCH again without ``If-Match``
-        (``_etag_handler``), which lets a plan made from a stale read overwrite a concurrent writer.
-        With an ETag the PATCH therefore goes straight to ``_op`` with the header: a weak ETag the
-        BMC refuses is tried once in its strong form (sushy's one safe workaround), and a 412 to
-        every form raises ``PreconditionFailed`` for the caller to re-read and re-plan.
+        Given its ``etag`` argument, sushy's ``Connector.patch`` answers a 412 by sending the PATCH
+        again without ``If-Match``, which lets a plan made from a stale read overwrite a concurrent
+        writer. The ETag therefore goes in the ``If-Match`` header, never in that argument: then
+        sushy raises the 412. A weak ETag the BMC refuses is tried once in its strong form (sushy's
+        one safe workaround), and a 412 to every form raises ``PreconditionFailed`` for the caller
+        to re-read and re-plan.
         """
         if not etag:
             return self.call(doing, self._conn.patch, path, data=data)
         refused: Exception | None = None
         for tag in etag_forms(etag):
             try:
-                return self._conn._op("PATCH", path, data=data, headers={"If-Match": tag})
+                return self._conn.patch(path, data=data, headers={"If-Match": tag})
             except sushy_exceptions.HTTPError as exc:
                 if exc.status_code != PRECONDITION_FAILED:
                     raise from_sushy(exc, doing) from exc
@@ -494,13 +491,14 @@ class RedfishClient:
     def went_down(self) -> bool:
         """True once the old session stops working (reset took effect: refused, 401, 503)."""
         try:
-            response = self._conn._session.get(
+            response = self._conn.get_unmanaged(
                 self.params.base_url + self.manager.path,
                 verify=self.params.verify,
                 timeout=(min(CONNECT_TIMEOUT, self.params.timeout), self.params.timeout),
             )
         except requests.RequestException:
             return True
+        self.log.hook(response)
         return response.status_code in (401, 403) or response.status_code >= 500
 
     def wait_ready(
@@ -567,25 +565,6 @@ def etag_forms(etag: str) -> list[str]:
     """
     match = _WEAK_ETAG.match(etag.strip())
     return [etag, match.group(1)] if match else [etag]
-
-
-def _system_from_document(root: Any, conn: Any, body: dict[str, Any]) -> Any:
-    """A sushy System built from a document already fetched (``?only``), without reading it again.
-
-    ``sushy.System.__init__`` takes no document, but its base ``ResourceBase`` does (``json_doc``,
-    the way sushy builds expanded members); later refreshes GET the System's own path as usual.
-    """
-    system = sushy_system.System.__new__(sushy_system.System)
-    sushy_base.ResourceBase.__init__(
-        system,
-        conn,
-        str(body["@odata.id"]),
-        redfish_version=root.redfish_version,
-        registries=root.lazy_registries,
-        root=root,
-        json_doc=body,
-    )
-    return system
 
 
 def _request_name(method: str, path: str) -> str:

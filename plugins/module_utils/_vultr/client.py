@@ -4,7 +4,8 @@
 
 Why: vultr-python (``vultr.Vultr``) gives the Bearer-authenticated ``requests`` session and the
 verb helpers, but hard-codes a 10 s timeout, has no pagination, no base-URL option and raises one
-exception type for everything. This subclass keeps its session and verbs and adds:
+exception type for everything. This subclass (through ``vultr_adapter.VultrBase``, the one file that
+touches vultr-python's internals) keeps its session and verbs and adds:
 
 * the base URL from ``api_endpoint`` (vultr.cloud convention: ``https://api.vultr.com``, ``/v2`` appended);
 * ``Content-Type: application/json`` on every request (the API rejects requests without it);
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
 
 from .errors import TransportError, is_ambiguous_write_failure, is_server_error, map_error, retry_after_of
+from .vultr_adapter import VultrBase
 
 VULTR_IMPORT_ERROR: str | None
 try:
@@ -41,12 +43,11 @@ try:
         SSLError,
     )
     from urllib3.util.retry import Retry
-    from vultr import Vultr, VultrException
+    from vultr import VultrException
 
     VULTR_IMPORT_ERROR = None
 except ImportError:  # pragma: no cover - exercised by the sanity import test
     VULTR_IMPORT_ERROR = traceback.format_exc()
-    Vultr = object  # type: ignore[assignment,misc]
     Retry = object  # type: ignore[assignment,misc]
     # Never raised without urllib3: the classification below then finds no known cause.
     ConnectTimeoutError = NewConnectionError = ProtocolError = ReadTimeoutError = SSLError = type(  # type: ignore[misc]
@@ -134,7 +135,7 @@ def endpoint_url(api_endpoint: str | None) -> str:
     return base if base.endswith(API_PREFIX) else base + API_PREFIX
 
 
-class VultrClient(Vultr):  # type: ignore[misc,valid-type]
+class VultrClient(VultrBase):
     """vultr-python's ``Vultr`` with retries, timeouts, pagination, typed errors and counting."""
 
     def __init__(
@@ -154,8 +155,8 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         self.retry_max_delay = retry_max_delay
         self.sleep: Callable[[float], None] = time.sleep  # replaced in unit tests
         self.counter = RequestCounter()
-        self._session.verify = validate_certs
-        self._session.headers.update(
+        self.http_session.verify = validate_certs
+        self.http_session.headers.update(
             {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": user_agent}
         )
         retry = VultrRetry(
@@ -173,21 +174,21 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
         )
         retry.counter = self.counter
         adapter = HTTPAdapter(max_retries=retry)
-        self._session.mount("https://", adapter)
-        self._session.mount("http://", adapter)
+        self.http_session.mount("https://", adapter)
+        self.http_session.mount("http://", adapter)
 
     def _path(self, url: str) -> str:
         return "/" + url[len(self.url) :].lstrip("/") if url.startswith(self.url) else url
 
-    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
-        """One API call (vultr-python's hook, overridden for timeout, errors and counting)."""
+    def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """One API call (vultr-python's transport, replaced for timeout, errors and counting)."""
         verb = method.upper()
         path = self._path(url)
         self.counter.calls += 1
         self.counter.by_method[verb] = self.counter.by_method.get(verb, 0) + 1
         retries_before = self.counter.retries
         try:
-            response = self._session.request(verb, url, params=params, json=data, timeout=self.timeout)
+            response = self.http_session.request(verb, url, params=params, json=data, timeout=self.timeout)
         except requests.RequestException as exc:
             attempts = 1 + self.counter.retries - retries_before
             raise transport_error(verb, path, exc, timeout=self.timeout, attempts=attempts) from None
@@ -210,7 +211,7 @@ class VultrClient(Vultr):  # type: ignore[misc,valid-type]
     def call(
         self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None
     ) -> Any:
-        return self._req(method, f"{self.url}/{path.lstrip('/')}", body, params=params)
+        return self.request(method, f"{self.url}/{path.lstrip('/')}", body, params=params)
 
     def list_all(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every item of a cursor-paginated list (``meta.links.next`` until empty)."""

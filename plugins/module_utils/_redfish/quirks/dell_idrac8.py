@@ -55,7 +55,7 @@ def dell_manager_extension(client: Any) -> Any:
     """sushy's Dell OEM extension of the client's Manager, parsed from the Manager already read."""
     manager = client.manager
     extension = DellManagerExtension(
-        client._conn,
+        client.connector,
         manager.path,
         redfish_version=manager.redfish_version,
         registries=manager.registries,

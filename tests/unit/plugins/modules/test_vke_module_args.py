@@ -35,7 +35,7 @@ def requests_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         made.append(f"{method} {url}")
         raise AssertionError("no request expected")
 
-    monkeypatch.setattr(VultrClient, "_req", fake_req)
+    monkeypatch.setattr(VultrClient, "request", fake_req)
     return made
 
 

@@ -1,6 +1,7 @@
 """Boot.BootOrder written with If-Match against a fake connector: a 412 re-reads and re-plans once,
 a second 412 is a ConflictError naming ``order``, and no PATCH ever goes out without If-Match
-(sushy's own ``_etag_handler`` would resend it bare and overwrite a concurrent writer)."""
+(given its ``etag`` argument, sushy would resend it bare and overwrite a concurrent writer; that
+sushy raises the 412 when the tag is only in the header is checked in test_sushy_adapter.py)."""
 
 from __future__ import annotations
 
@@ -54,11 +55,15 @@ class FakeBmc:
         tag = ("W/" if self.weak else "") + self.etag()
         return _Resp(200, {"@odata.id": SYSTEM, "Boot": {"BootOrder": list(self.order)}}, {"ETag": tag})
 
-    def _op(self, method: str, path: str = "", *, data: Any = None, headers: Any = None, **_kw: Any) -> _Resp:
+    def patch(
+        self, path: str = "", data: Any = None, headers: Any = None, etag: str | None = None, **_kw: Any
+    ) -> _Resp:
         import sushy
 
-        if method != "PATCH" or path != SYSTEM:
-            raise AssertionError(f"unexpected {method} {path}")
+        # sushy's own etag argument resends a 412'd PATCH without If-Match (its _etag_handler)
+        assert etag is None, "the ETag must go in the If-Match header, never in sushy's etag argument"
+        if path != SYSTEM:
+            raise AssertionError(f"unexpected PATCH {path}")
         if self.races:
             self.order = self.races.pop(0)
         if_match = (headers or {}).get("If-Match")
@@ -71,9 +76,6 @@ class FakeBmc:
             raise sushy.exceptions.HTTPError("PATCH", "https://bmc.example" + path, _Resp(412, body))
         self.order = wanted
         return _Resp(200, {}, {})
-
-    def patch(self, *_args: Any, **_kw: Any) -> Any:
-        raise AssertionError("sushy's Connector.patch (and its _etag_handler) must not be used with an ETag")
 
 
 def _client(bmc: FakeBmc) -> RedfishClient:

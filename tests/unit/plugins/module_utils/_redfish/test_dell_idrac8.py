@@ -41,7 +41,7 @@ def test_dell_extension_is_parsed_from_the_manager_already_read() -> None:
         (),
         {"path": MANAGER_PATH, "json": MANAGER_JSON, "redfish_version": "1.4.0", "registries": {}, "root": None},
     )()
-    client = type("Client", (), {"manager": manager, "_conn": _NoHttp()})()
+    client = type("Client", (), {"manager": manager, "connector": _NoHttp()})()
     extension = dell_manager_extension(client)
     assert extension.import_system_configuration_uri == IMPORT_URI
 

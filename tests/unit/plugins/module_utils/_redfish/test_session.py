@@ -278,7 +278,7 @@ class _Owner:
         self.opened.append((method, path, refused.status_code))
         if not self.session_ok:
             raise AuthenticationError("session refused too")
-        self.conn._session.auth = None  # what sushy's SessionAuth does: the token replaces Basic
+        self.conn.set_http_session_auth("token")  # what sushy's SessionAuth does: the token replaces Basic
 
     def refused_with_session(self, method: str, path: str, refused: Any, again: Any) -> Exception:
         return AuthenticationError(f"{method} {path}: {refused.status_code} then {again.status_code}")

@@ -55,7 +55,7 @@ def test_retry_exhausted_stops() -> None:
 
 def test_retry_counts_into_the_client_counter() -> None:
     client = VultrClient("k", api_endpoint="http://127.0.0.1:9")
-    retry = client._session.get_adapter("http://127.0.0.1:9").max_retries
+    retry = client.http_session.get_adapter("http://127.0.0.1:9").max_retries
     assert isinstance(retry, VultrRetry)
     retry.increment(method="GET", url="/x").increment(method="GET", url="/x")
     assert client.counter.retries == 2
@@ -79,10 +79,10 @@ def test_endpoint_url(endpoint: str | None, url: str) -> None:
 
 def test_session_headers_and_tls() -> None:
     client = VultrClient("secret-key", validate_certs=False)
-    assert client._session.headers["Content-Type"] == "application/json"
-    assert client._session.headers["Authorization"] == "Bearer secret-key"
-    assert client._session.verify is False
-    assert VultrClient("k")._session.verify is True
+    assert client.http_session.headers["Content-Type"] == "application/json"
+    assert client.http_session.headers["Authorization"] == "Bearer secret-key"
+    assert client.http_session.verify is False
+    assert VultrClient("k").http_session.verify is True
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_map_error(status: int, message: str, kind: type) -> None:
 
 
 class FakeClient(VultrClient):
-    """Scripted ``_req`` answers (the fake transport): a value to return or an exception to raise, in order.
+    """Scripted ``request`` answers (the fake transport): a value to return or an exception to raise, in order.
 
     Sleeps are recorded instead of slept.
     """
@@ -115,7 +115,7 @@ class FakeClient(VultrClient):
         self.slept: list[float] = []
         self.sleep = self.slept.append
 
-    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
         self.sent.append((method.upper(), self._path(url), data, params))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
@@ -255,7 +255,7 @@ def test_resend_delay(attempt: int, error: Exception, low: float, high: float) -
 
 
 class FakeResponse:
-    """Just enough of ``requests.Response`` for ``_req``."""
+    """Just enough of ``requests.Response`` for ``request``."""
 
     def __init__(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         import requests
@@ -271,7 +271,7 @@ def test_req_keeps_retry_after_of_an_error_response() -> None:
     answer = FakeResponse(
         503, b'{"error": "busy", "status": 503}', {"Content-Type": "application/json", "Retry-After": "4"}
     )
-    client._session.request = lambda *a, **kw: answer.raw  # type: ignore[method-assign]
+    client.http_session.request = lambda *a, **kw: answer.raw  # type: ignore[method-assign]
     with pytest.raises(ApiError) as info:
         client.call("POST", "/kubernetes/clusters", {})
     assert info.value.status == 503

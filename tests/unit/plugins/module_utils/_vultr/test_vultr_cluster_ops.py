@@ -25,7 +25,7 @@ class Recorder(VultrClient):
         self.upgrades = upgrades
         self.paths: list[str] = []
 
-    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
         path = self._path(url)
         self.paths.append(f"{method.upper()} {path}")
         if path == UPGRADES:

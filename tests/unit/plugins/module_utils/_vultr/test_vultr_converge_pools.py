@@ -26,7 +26,7 @@ class Recorder(VultrClient):
         super().__init__("k", api_endpoint="http://127.0.0.1:9")
         self.paths: list[str] = []
 
-    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
         path = self._path(url)
         self.paths.append(f"{method.upper()} {path}")
         if method.upper() == "GET" and path == AVAILABILITY:

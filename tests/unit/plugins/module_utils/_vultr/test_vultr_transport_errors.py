@@ -151,14 +151,14 @@ def test_transport_error_message(
 
 
 def test_req_reports_a_read_timeout_with_the_client_timeout_and_attempts() -> None:
-    """``_req`` maps what the session raised, counting the retries the session made on the way."""
+    """``request`` maps what the session raised, counting the retries the session made on the way."""
     client = VultrClient("secret-key", api_endpoint="http://127.0.0.1:9", timeout=3)
 
     def timing_out(*args: Any, **kwargs: Any) -> Any:
         client.counter.retries += 2  # what VultrRetry.increment does for each retry
         raise requests.exceptions.ConnectionError(retries_exhausted(read_timeout()))
 
-    client._session.request = timing_out  # type: ignore[method-assign]
+    client.http_session.request = timing_out  # type: ignore[method-assign]
     with pytest.raises(TransportError) as info:
         client.call("GET", "/kubernetes/clusters")
     assert "timed out after 3 s (read timeout" in info.value.msg
