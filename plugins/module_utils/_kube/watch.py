@@ -333,8 +333,9 @@ class _ResponseStream:
     def interrupt(self) -> None:
         # Closing a urllib3 response blocks while another thread reads it (until the server ends
         # the stream); shutting the socket down wakes that reader at once. socket.socket's own
-        # shutdown is used so an SSL socket's state is left to the reading thread.
-        connection = getattr(self._response, "_connection", None) or getattr(self._response, "connection", None)
+        # shutdown is used so an SSL socket's state is left to the reading thread. ``connection`` is
+        # urllib3 2.x's public property (requirements.txt asks for urllib3 >= 2).
+        connection = getattr(self._response, "connection", None)
         sock = getattr(connection, "sock", None)
         if sock is not None:
             with contextlib.suppress(OSError):
