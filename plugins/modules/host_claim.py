@@ -77,14 +77,12 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Claim a free R730 for the cluster
+- name: Claim a free R730 for the cluster (each host of group pool_r730 keeps its entry in variable pool_host)
   metalplane.inference.host_claim:
     kubeconfig: "{{ modelplane_kubeconfig }}"
     cluster: r730-dc1
     pool: r730
-    hosts: >-
-      {{ groups['pool_r730'] | map('extract', hostvars)
-         | map('dict2items') | map('items2dict') | list | json_query(pool_host_query) }}
+    hosts: "{{ groups['pool_r730'] | default([]) | map('extract', hostvars, 'pool_host') | list }}"
     requirements:
       gpu_model: V100
       gpu_count: 2
