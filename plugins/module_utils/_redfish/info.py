@@ -125,3 +125,10 @@ def _is_gpu(device: dict[str, Any]) -> bool:
     return any(v in text for v in GPU_VENDORS) and any(
         w in text for w in ("gpu", "tesla", "nvidia", "instinct", "a100", "v100", "h100", "l40")
     )
+
+
+# Public names for the readers other packages reuse (``_metal/pool.py`` checks a pool host's GPUs and
+# NICs against a cluster's requirements with the same parsing ``redfish_info`` reports).
+pcie_devices = _pcie
+nics = _nics
+is_gpu = _is_gpu

@@ -1008,3 +1008,25 @@ def test_cli_serves_default_bmcs_and_control_api(tmp_path: Path, images: dict[st
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("personality", PERSONALITIES)
+def test_asset_tag_patch_follows_the_computer_system_schema(lab: RedfishLab, personality: str) -> None:
+    """DMTF ComputerSystem ``AssetTag``: read-write string or null. With ETags (iDRAC9, generic) a stale
+    ``If-Match`` is refused with 412 and changes nothing; iDRAC8 sends no ETag and takes the PATCH as is."""
+    name, path = NAMES[personality], f"/redfish/v1/Systems/{SYSTEM[personality]}"
+    first = raw(lab, name, "GET", path)
+    etag = first.headers.get("ETag")
+    assert (etag is not None) == (personality != "idrac8")
+    headers = {"If-Match": etag} if etag else {}
+    assert raw(lab, name, "PATCH", path, json={"AssetTag": "mp:dc1"}, headers=headers).status_code == 200
+    assert raw(lab, name, "GET", path).json()["AssetTag"] == "mp:dc1"
+    if etag:
+        stale = raw(lab, name, "PATCH", path, json={"AssetTag": "other"}, headers={"If-Match": etag})
+        assert stale.status_code == 412
+        assert raw(lab, name, "GET", path).json()["AssetTag"] == "mp:dc1"
+    wrong_type = raw(lab, name, "PATCH", path, json={"AssetTag": 42})
+    assert wrong_type.status_code == 400
+    assert wrong_type.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith("PropertyValueTypeError")
+    assert raw(lab, name, "PATCH", path, json={"AssetTag": None}).status_code == 200
+    assert raw(lab, name, "GET", path).json()["AssetTag"] == ""

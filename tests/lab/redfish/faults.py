@@ -129,6 +129,7 @@ BASE_MESSAGES: dict[str, tuple[int, str]] = {
     "ActionParameterValueNotInList": (400, "The value for the parameter is not in the list of acceptable values."),
     "PropertyValueNotInList": (400, "The value for the property is not in the list of acceptable values."),
     "PropertyNotWritable": (400, "The property is a read only property and cannot be assigned a value."),
+    "PropertyValueTypeError": (400, "The value for the property is not a type that the property can accept."),
     "PreconditionFailed": (412, "The ETag supplied did not match the ETag required to change this resource."),
     "ActionNotSupported": (409, "The action is not supported by the resource in its current state."),
     "ResourceInUse": (

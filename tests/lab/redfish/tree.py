@@ -593,7 +593,12 @@ class Tree:
         if unknown:
             raise s.error("PropertyNotWritable", text=f"The properties {sorted(unknown)} cannot be changed.")
         if "AssetTag" in body:
-            s.bios["AssetTag"] = str(body["AssetTag"])
+            # DMTF ComputerSystem: AssetTag is a read-write "string or null"; null clears it (rendered ""
+            # here, as iDRACs do), any other type is refused.
+            tag = body["AssetTag"]
+            if tag is not None and not isinstance(tag, str):
+                raise s.error("PropertyValueTypeError", text=f"The value {tag!r} for AssetTag is not a string.")
+            s.bios["AssetTag"] = tag or ""
         boot = body.get("Boot", {})
         if not isinstance(boot, dict):
             raise s.error("PropertyValueNotInList", text="Boot must be an object.")

@@ -1,0 +1,58 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Options ``host_claim`` and ``host_pool_info`` share (paired with ``doc_fragments/metal_pool.py``).
+
+Why one spec: both modules read the same pool (the BMC hosts of inventory group ``pool_<name>``), the same
+requirements and the same Leases, so a play sets them once (``module_defaults`` on the ``metal`` action
+group). The control-plane connection is Modelplane's (``_modelplane/args.py``), never ``K8S_AUTH_*``: a
+claim must land on the control plane every controller shares, not in a workload cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import MODELPLANE_CONNECTION_SPEC
+
+from .claims import DEFAULT_NAMESPACE
+
+# Seconds per HTTP request to a BMC while checking a host (the Redfish modules' default).
+DEFAULT_API_TIMEOUT = 30
+
+HOST_OPTIONS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "bmc_url": {"type": "str", "required": True},
+    "username": {"type": "str", "required": True},
+    "password": {"type": "str", "required": True, "no_log": True},
+    "personality": {"type": "str"},
+    "boot_mac": {"type": "str", "required": True},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_cert": {"type": "path"},
+    "facts": {"type": "dict"},
+}
+
+REQUIREMENT_OPTIONS: dict[str, dict[str, Any]] = {
+    "gpu_model": {"type": "str"},
+    "gpu_count": {"type": "int"},
+    "min_memory_gib": {"type": "int"},
+}
+
+
+def metal_pool_argument_spec() -> dict[str, Any]:
+    """A fresh dict of the shared options (the control-plane connection, the pool, its hosts, requirements)."""
+    return {
+        **{name: dict(option) for name, option in MODELPLANE_CONNECTION_SPEC.items()},
+        "pool": {"type": "str", "required": True},
+        "hosts": {
+            "type": "list",
+            "elements": "dict",
+            "required": True,
+            "options": {name: dict(option) for name, option in HOST_OPTIONS.items()},
+        },
+        "requirements": {
+            "type": "dict",
+            "options": {name: dict(option) for name, option in REQUIREMENT_OPTIONS.items()},
+        },
+        "namespace": {"type": "str", "default": DEFAULT_NAMESPACE},
+        "api_timeout": {"type": "int", "default": DEFAULT_API_TIMEOUT},
+    }
