@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from integration.metal.claim_race_worker import contend
 
-from lab.kube import KubeEmulator
+from lab.kube.server import KubeEmulator
 
 NS = "modelplane-system"
 ROUNDS = 50

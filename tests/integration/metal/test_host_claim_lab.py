@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from lab.kube import KubeEmulator
-from lab.redfish import BmcSpec, RedfishLab
+from lab.kube.server import KubeEmulator
+from lab.redfish.server import BmcSpec, RedfishLab
 from support.playbook import PlaybookRun
 
 FQ = "metalplane.inference."
