@@ -26,8 +26,8 @@ description:
   - O(state=absent) stops that server and deletes the ISO, its published copy and the generated host key; run it
     after the BMC ejected the media, since the ISO holds the host's secrets.
   - Every input is checked before anything is downloaded or written; a bad one fails naming the option.
-  - Runs on the controller (C(delegate_to: localhost)); needs the Python libraries C(pycdlib), C(pyfatfs) and
-    C(cryptography) there, and no xorriso.
+  - "Runs on the controller (C(delegate_to: localhost)); needs the Python libraries C(pycdlib), C(pyfatfs) and
+    C(cryptography) there, and no xorriso."
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes

@@ -219,8 +219,8 @@ def _present(module: Any, dest: Path) -> dict[str, Any]:
     if module.check_mode:
         return result
     published = _publish(dest, publish, changed)
-    result["changed"] = result["changed"] or published.pop("changed")
-    result.update(published)
+    publish_changed = published.pop("changed")
+    result.update(published, changed=result["changed"] or publish_changed)
     return result
 
 

@@ -47,10 +47,9 @@ def parse_host_key(private: str, comment: str) -> HostKey:
         raise InputError("ssh_host_key", "is not an unencrypted OpenSSH private key") from None
     if not isinstance(key, Ed25519PrivateKey):
         raise InputError("ssh_host_key", "must be an Ed25519 key (ssh-keygen -t ed25519)")
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
-    )
-    return HostKey(pem.decode(), _public_line(key, comment))
+    # The text as given, not serialised again: OpenSSH's format carries a random check integer, so a fresh
+    # serialisation would change the ISO on every run.
+    return HostKey(private.strip() + "\n", _public_line(key, comment))
 
 
 def generate_host_key(comment: str) -> HostKey:
