@@ -33,8 +33,10 @@ if [ -f "$stamp" ]; then
   echo "boot loaders already at $dest"
   exit 0
 fi
-command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
-  || { echo "fetch-bootloaders: needs apt-get and dpkg-deb (a Debian-family machine)" >&2; exit 1; }
+if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+  echo "fetch-bootloaders: needs apt-get and dpkg-deb (a Debian-family machine)" >&2
+  exit 1
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
