@@ -30,7 +30,7 @@ COLLECTION_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(BIN):$(abspath $(BUILD))/bin:$(PATH)
 
-.PHONY: help venv venv-core219 dmtf-csdl test lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
+.PHONY: help venv venv-core219 dmtf-csdl bootloaders test lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
 	molecule demo lab-up lab-down lab-status bench dist ee-context docs clean
 
 help:
@@ -38,6 +38,7 @@ help:
 	@echo "make test        run every check CI runs"
 	@echo "make test-k8s-real   run the Kubernetes suites against a real kube-apiserver (slow, opt-in)"
 	@echo "make bench       run the benchmarks (figures in docs/benchmarks.md)"
+	@echo "make bootloaders fetch the boot loaders the boot_iso tests build ISOs from"
 	@echo "make dist        build the collection tarball into dist/"
 	@echo "make lab-up | lab-status | lab-down   drive the digital twin by hand"
 
@@ -63,6 +64,12 @@ venv: $(VENV)/.stamp collection-tree $(BUILD)/bin/helm
 DMTF_CSDL := $(abspath $(BUILD))/dmtf-csdl/DSP8010_2018.2
 dmtf-csdl: $(VENV)/.stamp
 	scripts/fetch-dmtf-csdl.sh $(BIN)/python $(DMTF_CSDL)
+
+# Boot loaders (ISOLINUX, GRUB for BIOS, signed shim and GRUB for UEFI) from Debian's packages, for the
+# vendor-shaped installer ISOs the boot_iso tests build (docs/modules/metal.md). A failed fetch fails
+# `make test`; the tests that need them skip, naming this target, when they are absent.
+bootloaders:
+	scripts/fetch-bootloaders.sh $(abspath $(BUILD))/bootloaders
 
 # The ansible-core 2.19 lane: only when both a 3.11 and a newer interpreter exist.
 $(VENV_219)/.stamp: requirements.txt tests/requirements-core219.txt
@@ -95,7 +102,7 @@ collection-tree:
 # one core busy, so those run side by side; the rest is sequential (pytest already uses both cores).
 # --output-sync keeps each side-by-side step's log in one piece.
 test:
-	$(MAKE) --no-print-directory -j3 --output-sync=target venv venv-core219 venv-core220 dmtf-csdl
+	$(MAKE) --no-print-directory -j3 --output-sync=target venv venv-core219 venv-core220 dmtf-csdl bootloaders
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=target sanity-new sanity-old
 	$(MAKE) --no-print-directory ansible-lint pytest pytest-core219 pytest-core220 molecule
@@ -140,16 +147,16 @@ sanity-old: venv-core219 ansible-test-cache
 ansible-lint: venv
 	$(BIN)/ansible-lint --profile production --offline
 
-pytest: venv dmtf-csdl
+pytest: venv dmtf-csdl bootloaders
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # The 2.19 lane runs the unit tests too: module code must work on both controller lanes.
-pytest-core219: venv-core219
+pytest-core219: venv-core219 bootloaders
 	@if [ -x $(VENV_219)/bin/pytest ]; then \
 		$(VENV_219)/bin/python -m pytest -q tests/unit; \
 	else echo "pytest-core219: skipped (needs both CPython 3.11 and >= 3.12)"; fi
 
-pytest-core220: venv-core220
+pytest-core220: venv-core220 bootloaders
 	@if [ -x $(VENV_220)/bin/pytest ]; then \
 		$(VENV_220)/bin/python -m pytest -q tests/unit; \
 	else echo "pytest-core220: skipped (needs CPython 3.12)"; fi
