@@ -26,16 +26,17 @@ options:
     required: true
   validate_certs:
     description:
-      - Verify the BMC's TLS certificate. Turn off only for self-signed lab BMCs; prefer O(ca_path).
+      - Verify the BMC's TLS certificate. Turn off only for self-signed lab BMCs; prefer O(ca_cert).
     type: bool
     default: true
-  ca_path:
+  ca_cert:
     description:
       - PEM file (or directory) of the CA that signed the BMC certificate. Used when O(validate_certs=true).
     type: path
-  timeout:
+  api_timeout:
     description:
-      - Timeout in seconds of each HTTP request to the BMC.
+      - Seconds each HTTP request to the BMC may take (the connection itself at most 10 seconds of them).
+      - Not the deadline of a wait, which is C(wait_timeout) in the modules that wait.
     type: int
     default: 30
   auth:

@@ -71,17 +71,26 @@ auth_fallback:
   sample: false
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import (
+    BMC_READY_TIMEOUT,
+    redfish_argument_spec,
+)
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.runner import run_bmc_reset
 
 
+def argument_spec() -> dict[str, Any]:
+    return {
+        **redfish_argument_spec(),
+        **wait_argument_spec(BMC_READY_TIMEOUT),
+    }
+
+
 def main() -> None:
-    spec = redfish_argument_spec(
-        wait={"type": "bool", "default": True},
-        wait_timeout={"type": "int", "default": 600},
-    )
-    MetalplaneModule(argument_spec=spec, supports_check_mode=True).run(run_bmc_reset)
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_bmc_reset)
 
 
 if __name__ == "__main__":

@@ -74,9 +74,9 @@ options:
         so V(9.0) equals V(9.0.0)); capacities are minimums (the device must have at least that much).
       - Attribute names are bare (C(architecture)); the driver's domain is implied.
     type: dict
-  timeout:
+  wait_timeout:
     description: Seconds to wait for all checks together. V(0) checks once.
-    type: float
+    type: int
     default: 600
 """
 
@@ -87,7 +87,7 @@ EXAMPLES = r"""
     checks: [operator, allocatable]
     node_selector: modelplane.ai/pool=gpu
     gpus_per_node: 2
-    timeout: 900
+    wait_timeout: 900
   register: gpus
 
 - name: Check that the DRA devices match the InferenceClass before adopting the cluster
@@ -168,15 +168,18 @@ elapsed:
   type: float
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
-from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import KUBE_CONNECTION_SPEC
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import kube_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.gpu import CHECKS, DEFAULT_DRA_DRIVER
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.runners import run_gpu_ready
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
-        **KUBE_CONNECTION_SPEC,
+        **kube_argument_spec(),
         "checks": {"type": "list", "elements": "str", "choices": list(CHECKS), "default": ["operator", "allocatable"]},
         "node_selector": {"type": "raw"},
         "gpus_per_node": {"type": "int", "default": 1},
@@ -185,7 +188,7 @@ def argument_spec() -> dict:
         "dra_driver": {"type": "str", "default": DEFAULT_DRA_DRIVER},
         "dra_api_version": {"type": "str", "default": "resource.k8s.io/v1"},
         "device_match": {"type": "dict"},
-        "timeout": {"type": "float", "default": 600},
+        **wait_timeout_spec(600),
     }
 
 

@@ -12,7 +12,7 @@ description:
   - Lists the objects of O(kind) in O(api_version) (one named object, or all matching O(label_selectors)),
     then watches them from the list's C(resourceVersion) and returns as soon as every object makes
     O(expression) evaluate to V(true). This is the JMESPath counterpart of Crossplane's C(DeriveFromCelQuery).
-  - Uses watches, not sleep-polling, so readiness is noticed within one event; one deadline (O(timeout))
+  - Uses watches, not sleep-polling, so readiness is noticed within one event; one deadline (O(wait_timeout))
     covers all objects. A dropped watch, a C(410 Gone) or an API server that is down for a while is
     recovered from by listing again (with capped backoff) until the deadline.
   - At least one object must match; an empty match is "not ready yet".
@@ -54,9 +54,9 @@ options:
       - The default means "the status condition of type C(Ready) has status C(True)".
     type: str
     default: "status.conditions[?type=='Ready'].status | [0] == 'True'"
-  timeout:
+  wait_timeout:
     description: Seconds to wait for all objects together. V(0) checks once.
-    type: float
+    type: int
     default: 120
 notes:
   - Unlike M(kubernetes.core.k8s_info) with C(wait=true) this does not sleep between checks (there is no
@@ -70,7 +70,7 @@ EXAMPLES = r"""
     api_version: modelplane.ai/v1alpha1
     kind: InferenceCluster
     name: r730
-    timeout: 900
+    wait_timeout: 900
 
 - name: Wait for every GPU worker Deployment to have all replicas ready
   metalplane.inference.kube_ready:
@@ -79,7 +79,7 @@ EXAMPLES = r"""
     namespace: ml-team
     label_selectors: ["modelplane.ai/role=worker"]
     expression: "status.readyReplicas == spec.replicas && status.observedGeneration == metadata.generation"
-    timeout: 300
+    wait_timeout: 300
 
 - name: Report (without waiting) whether the gateway has an address
   metalplane.inference.kube_ready:
@@ -129,22 +129,25 @@ elapsed:
   type: float
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
-from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import KUBE_CONNECTION_SPEC
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import kube_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.readiness import DEFAULT_EXPRESSION
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.runners import run_kube_ready
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
-        **KUBE_CONNECTION_SPEC,
+        **kube_argument_spec(),
         "api_version": {"type": "str", "default": "v1"},
         "kind": {"type": "str", "required": True},
         "namespace": {"type": "str"},
         "name": {"type": "str"},
         "label_selectors": {"type": "list", "elements": "str", "default": []},
         "expression": {"type": "str", "default": DEFAULT_EXPRESSION},
-        "timeout": {"type": "float", "default": 120},
+        **wait_timeout_spec(120),
     }
 
 

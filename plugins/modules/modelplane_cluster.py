@@ -151,9 +151,9 @@ options:
         waits until the InferenceCluster is gone, because Modelplane needs the Secret to uninstall its stack.
     type: bool
     default: true
-  timeout:
+  wait_timeout:
     description: Seconds to wait for readiness, for drained replicas, or for the deletion.
-    type: float
+    type: int
     default: 900
   drain:
     description:
@@ -297,15 +297,18 @@ drained:
   elements: str
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.adoption import run_modelplane_cluster
-from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import MODELPLANE_CONNECTION_SPEC
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import RWX_STORAGE_CLASS
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
-        **MODELPLANE_CONNECTION_SPEC,
+        **modelplane_argument_spec(),
         "name": {"type": "str", "required": True},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "workload_kubeconfig": {"type": "path"},
@@ -341,8 +344,7 @@ def argument_spec() -> dict:
             },
         },
         "storage_class_name": {"type": "str", "default": RWX_STORAGE_CLASS},
-        "wait": {"type": "bool", "default": True},
-        "timeout": {"type": "float", "default": 900},
+        **wait_argument_spec(900),
         "drain": {"type": "bool", "default": False},
     }
 

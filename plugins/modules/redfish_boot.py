@@ -129,23 +129,30 @@ auth_fallback:
   sample: false
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.runner import run_boot
 
 
+def argument_spec() -> dict[str, Any]:
+    return {
+        **redfish_argument_spec(),
+        "device": {"type": "str", "choices": ["pxe", "hdd", "cd", "virtual_cd", "bios_setup", "uefi_http"]},
+        "persistent": {"type": "bool", "default": False},
+        "mode": {"type": "str", "choices": ["UEFI", "Legacy"]},
+        "order": {"type": "list", "elements": "str"},
+        "reboot": {"type": "bool", "default": False},
+        "verify_after_reboot": {"type": "bool", "default": False},
+        **wait_timeout_spec(900),
+    }
+
+
 def main() -> None:
-    spec = redfish_argument_spec(
-        device={"type": "str", "choices": ["pxe", "hdd", "cd", "virtual_cd", "bios_setup", "uefi_http"]},
-        persistent={"type": "bool", "default": False},
-        mode={"type": "str", "choices": ["UEFI", "Legacy"]},
-        order={"type": "list", "elements": "str"},
-        reboot={"type": "bool", "default": False},
-        verify_after_reboot={"type": "bool", "default": False},
-        wait_timeout={"type": "int", "default": 900},
-    )
     MetalplaneModule(
-        argument_spec=spec,
+        argument_spec=argument_spec(),
         supports_check_mode=True,
         required_one_of=[["device", "mode", "order"]],
     ).run(run_boot)

@@ -28,7 +28,7 @@ EXAMPLES = r"""
     bmc_url: https://idrac-r730.example
     username: root
     password: "{{ vault_idrac_password }}"
-    ca_path: /etc/pki/idrac-ca.pem
+    ca_cert: /etc/pki/idrac-ca.pem
   register: bmc
 
 - name: Use the generation
@@ -119,13 +119,19 @@ auth_fallback:
   sample: false
 """
 
+from typing import Any
+
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.runner import run_info
 
 
+def argument_spec() -> dict[str, Any]:
+    return redfish_argument_spec()
+
+
 def main() -> None:
-    MetalplaneModule(argument_spec=redfish_argument_spec(), supports_check_mode=True).run(run_info)
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_info)
 
 
 if __name__ == "__main__":

@@ -102,19 +102,26 @@ auth_fallback:
   sample: false
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.runner import run_power
 
 
+def argument_spec() -> dict[str, Any]:
+    return {
+        **redfish_argument_spec(),
+        "state": {"type": "str", "required": True, "choices": ["on", "off", "forced_off", "restarted", "cycled"]},
+        "force_off_after_timeout": {"type": "bool", "default": True},
+        "graceful_timeout": {"type": "int", "default": 90},
+        **wait_timeout_spec(300),
+    }
+
+
 def main() -> None:
-    spec = redfish_argument_spec(
-        state={"type": "str", "required": True, "choices": ["on", "off", "forced_off", "restarted", "cycled"]},
-        force_off_after_timeout={"type": "bool", "default": True},
-        graceful_timeout={"type": "int", "default": 90},
-        wait_timeout={"type": "int", "default": 300},
-    )
-    MetalplaneModule(argument_spec=spec, supports_check_mode=True).run(run_power)
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_power)
 
 
 if __name__ == "__main__":

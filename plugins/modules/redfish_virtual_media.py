@@ -119,24 +119,33 @@ auth_fallback:
   sample: false
 """
 
+from typing import Any
+
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import (
+    BMC_READY_TIMEOUT,
+    redfish_argument_spec,
+)
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.runner import run_virtual_media
 
 
+def argument_spec() -> dict[str, Any]:
+    return {
+        **redfish_argument_spec(),
+        "state": {"type": "str", "required": True, "choices": ["inserted", "ejected"]},
+        "image_url": {"type": "str"},
+        "slot": {"type": "str"},
+        "media_type": {"type": "str", "choices": ["cd", "removable_disk"]},
+        "max_recovery": {"type": "str", "default": "bmc_reset", "choices": ["none", "eject_retry", "bmc_reset"]},
+        "retry_delay": {"type": "int", "default": 5},
+        "verify_timeout": {"type": "int", "default": 30},
+        "bmc_ready_timeout": {"type": "int", "default": BMC_READY_TIMEOUT},
+    }
+
+
 def main() -> None:
-    spec = redfish_argument_spec(
-        state={"type": "str", "required": True, "choices": ["inserted", "ejected"]},
-        image_url={"type": "str"},
-        slot={"type": "str"},
-        media_type={"type": "str", "choices": ["cd", "removable_disk"]},
-        max_recovery={"type": "str", "default": "bmc_reset", "choices": ["none", "eject_retry", "bmc_reset"]},
-        retry_delay={"type": "int", "default": 5},
-        verify_timeout={"type": "int", "default": 30},
-        bmc_ready_timeout={"type": "int", "default": 600},
-    )
     MetalplaneModule(
-        argument_spec=spec,
+        argument_spec=argument_spec(),
         supports_check_mode=True,
         required_if=[["state", "inserted", ["image_url"]]],
     ).run(run_virtual_media)

@@ -274,20 +274,23 @@ api_requests:
   type: dict
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import (
+    DEFAULT_WAIT_TIMEOUT,
     vultr_argument_spec,
-    wait_argument_spec,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VULTR_IMPORT_ERROR
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.cluster_ops import run_vke_cluster
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.pool_args import pool_item_spec, taint_spec
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
         **vultr_argument_spec(),
-        **wait_argument_spec(),
+        **wait_argument_spec(DEFAULT_WAIT_TIMEOUT),
         "label": {"type": "str", "required": True},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "region": {"type": "str"},

@@ -64,13 +64,15 @@ api_requests:
   type: dict
 """
 
+from typing import Any
+
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import vultr_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VULTR_IMPORT_ERROR
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.info import run_vke_cluster_info
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
         **vultr_argument_spec(),
         "label": {"type": "str"},

@@ -190,20 +190,23 @@ api_requests:
   type: dict
 """
 
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import (
+    DEFAULT_WAIT_TIMEOUT,
     vultr_argument_spec,
-    wait_argument_spec,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VULTR_IMPORT_ERROR
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.pool_args import pool_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.pool_run import run_vke_node_pool
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
         **vultr_argument_spec(),
-        **wait_argument_spec(),
+        **wait_argument_spec(DEFAULT_WAIT_TIMEOUT),
         **pool_spec(),
         "cluster": {"type": "str", "required": True},
         "id": {"type": "str"},

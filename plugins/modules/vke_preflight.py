@@ -104,13 +104,15 @@ api_requests:
   type: dict
 """
 
+from typing import Any
+
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import vultr_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VULTR_IMPORT_ERROR
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.preflight import run_vke_preflight
 
 
-def argument_spec() -> dict:
+def argument_spec() -> dict[str, Any]:
     return {
         **vultr_argument_spec(),
         "clusters": {"type": "list", "elements": "dict", "required": True},

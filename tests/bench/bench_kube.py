@@ -66,7 +66,7 @@ VARIANTS = ("kube_ready", "k8s_info (wait_sleep default)", "k8s_info (wait_sleep
 def task(variant: str, kubeconfig: str, timeout: int) -> dict[str, Any]:
     if variant == "kube_ready":
         args: dict[str, Any] = {"kubeconfig": kubeconfig, "api_version": API, "kind": "Widget",
-                                "namespace": "default", "name": "w", "timeout": timeout}  # fmt: skip
+                                "namespace": "default", "name": "w", "wait_timeout": timeout}  # fmt: skip
         return {"name": "wait", "metalplane.inference.kube_ready": args, "ignore_errors": True}
     args = {"kubeconfig": kubeconfig, "api_version": API, "kind": "Widget", "namespace": "default", "name": "w",
             "wait": True, "wait_timeout": timeout, "wait_condition": {"type": "Ready", "status": "True"}}  # fmt: skip

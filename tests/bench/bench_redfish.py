@@ -45,7 +45,7 @@ TOOLS = ("metalplane", "metalplane auth=session", "community.general")
 
 
 def _ours(op: str, url: str, ca: str, iso: str, auth: str = "basic") -> dict[str, Any]:
-    conn = {"bmc_url": url, "username": "root", "password": "calvin", "ca_path": ca, "auth": auth}
+    conn = {"bmc_url": url, "username": "root", "password": "calvin", "ca_cert": ca, "auth": auth}
     if op == "power_on":
         return {"metalplane.inference.redfish_power": {**conn, "state": "on"}}
     if op == "virtual_cd_once":

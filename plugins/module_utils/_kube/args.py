@@ -29,18 +29,28 @@ AUTH_ARG_MAP: dict[str, str] = {
 # Environment fallbacks, named as kubernetes.core reads them: K8S_AUTH_<OPTION> or K8S_AUTH_<ATTRIBUTE>.
 ENV_PREFIX = "K8S_AUTH_"
 
-KUBE_CONNECTION_SPEC: dict[str, dict[str, Any]] = {
-    "kubeconfig": {"type": "raw"},
-    "context": {"type": "str"},
-    "host": {"type": "str"},
-    "api_key": {"type": "str", "no_log": True},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
-    "client_cert": {"type": "path", "aliases": ["cert_file"]},
-    "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
-    "proxy": {"type": "str"},
-    "no_proxy": {"type": "str"},
-}
+
+def kube_argument_spec() -> dict[str, Any]:
+    """Options common to every Kubernetes module (documented in the ``kube`` doc fragment); a fresh dict.
+
+    The aliases (``verify_ssl``, ``ssl_ca_cert``, ``cert_file``, ``key_file``) are kubernetes.core's
+    own option names (its ``AUTH_ARG_SPEC``, plugins/module_utils/args_common.py in
+    ansible-collections/kubernetes.core), kept so a task or module_defaults written for
+    kubernetes.core works here unchanged. They are not leftovers of a rename: keep them.
+    """
+    return {
+        "kubeconfig": {"type": "raw"},
+        "context": {"type": "str"},
+        "host": {"type": "str"},
+        "api_key": {"type": "str", "no_log": True},
+        "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
+        "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
+        "client_cert": {"type": "path", "aliases": ["cert_file"]},
+        "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
+        "proxy": {"type": "str"},
+        "no_proxy": {"type": "str"},
+    }
+
 
 BOOL_FALSE = ("0", "false", "no", "off")
 
@@ -60,6 +70,7 @@ def resolve_auth(params: dict[str, Any], environ: dict[str, str]) -> dict[str, A
     Keys are the option names (``kubeconfig``, ``validate_certs``, ...). Booleans from the
     environment follow kubernetes.core: anything but 0/false/no is true.
     """
+    spec = kube_argument_spec()
     auth: dict[str, Any] = {}
     for option in AUTH_ARG_MAP:
         value = params.get(option)
@@ -67,7 +78,7 @@ def resolve_auth(params: dict[str, Any], environ: dict[str, str]) -> dict[str, A
             for name in env_names(option):
                 if environ.get(name) is not None:
                     value = environ[name]
-                    if KUBE_CONNECTION_SPEC[option].get("type") == "bool":
+                    if spec[option].get("type") == "bool":
                         value = value.strip().lower() not in BOOL_FALSE
                     break
         if value is not None and value != "":

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_seconds
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     InputError,
     MetalplaneError,
@@ -74,9 +75,7 @@ def run_kube_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
     params = module.params
     module.require("jmespath", readiness.JMESPATH_IMPORT_ERROR)
     compiled = readiness.compile_expression(params.get("expression"))
-    timeout = float(params["timeout"])
-    if timeout < 0:
-        raise InputError("timeout", f"must be zero or more seconds, got {timeout:g}")
+    timeout = float(wait_timeout_seconds(params))
     spec = kube_ready_spec(params)
     name = params.get("name")
     client = None
@@ -214,9 +213,7 @@ def validator_pods(feed: Feed, params: Mapping[str, Any], daemonsets: list[dict[
 def run_gpu_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
     params = module.params
     criteria = gpu_criteria(params)
-    timeout = float(params["timeout"])
-    if timeout < 0:
-        raise InputError("timeout", f"must be zero or more seconds, got {timeout:g}")
+    timeout = float(wait_timeout_seconds(params))
     specs = gpu_specs(params, criteria)
     check = gpu_check(criteria)
     client = None

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_seconds
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     ApiError,
     ConflictError,
@@ -100,9 +101,7 @@ def run_modelplane_cluster(
     name = validate.dns_label("name", params.get("name"))
     if not params.get("kubeconfig"):
         raise InputError("kubeconfig", "the control plane's kubeconfig is required (or set MODELPLANE_KUBECONFIG)")
-    timeout = float(params.get("timeout") or 0)
-    if timeout < 0:
-        raise InputError("timeout", f"must be zero or more seconds, got {timeout:g}")
+    wait_timeout_seconds(params)  # validated before any request
     adoption = Adoption(module, name, connector, clock=clock, sleep=sleep)
     if params.get("state", "present") == "present":
         return adoption.present()
@@ -128,7 +127,7 @@ class Adoption:
         self.name = name
         self.connector = connector
         self.check = bool(module.check_mode)
-        self.timeout = float(self.params.get("timeout") or 0)
+        self.timeout = float(wait_timeout_seconds(self.params))
         self.actions: list[str] = []
         self.before: dict[str, Any] = {"secret": {}, "classes": {}, "cluster": {}}
         self.after: dict[str, Any] = {"secret": {}, "classes": {}, "cluster": {}}

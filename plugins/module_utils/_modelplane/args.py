@@ -17,8 +17,15 @@ from ansible.module_utils.basic import env_fallback
 ENV_KUBECONFIG = "MODELPLANE_KUBECONFIG"
 ENV_CONTEXT = "MODELPLANE_CONTEXT"
 
-MODELPLANE_CONNECTION_SPEC: dict[str, dict[str, Any]] = {
-    "kubeconfig": {"type": "path", "fallback": (env_fallback, [ENV_KUBECONFIG])},
-    "context": {"type": "str", "fallback": (env_fallback, [ENV_CONTEXT])},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
-}
+
+def modelplane_argument_spec() -> dict[str, Any]:
+    """Options common to the Modelplane modules (documented in the ``modelplane`` doc fragment); a fresh dict.
+
+    ``verify_ssl`` is kubernetes.core's name for ``validate_certs`` (kept for compatibility with it,
+    as in ``_kube/args.py``), not a leftover of a rename.
+    """
+    return {
+        "kubeconfig": {"type": "path", "fallback": (env_fallback, [ENV_KUBECONFIG])},
+        "context": {"type": "str", "fallback": (env_fallback, [ENV_CONTEXT])},
+        "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
+    }

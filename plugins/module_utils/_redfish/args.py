@@ -16,7 +16,11 @@ from ansible.module_utils.basic import env_fallback
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 
-DEFAULT_TIMEOUT = 30  # seconds per HTTP request (dellemc uses 30, sushy 60)
+# Default ``api_timeout``: seconds one HTTP request to the BMC may take (dellemc.openmanage uses 30, sushy 60).
+DEFAULT_API_TIMEOUT = 30
+# Default seconds to wait for a BMC to answer again after its reset (``bmc_reset``'s ``wait_timeout``,
+# ``redfish_virtual_media``'s ``bmc_ready_timeout``): an iDRAC8 takes about 3.5 minutes.
+BMC_READY_TIMEOUT = 600
 # How the modules authenticate (doc fragment ``auth``). ``basic``: every request carries the
 # credentials and no session exists on the BMC, so none can pile up or leak (iDRAC8 allows only a
 # handful and then answers a misleading 401). ``session``: one Redfish session per task, always
@@ -24,24 +28,30 @@ DEFAULT_TIMEOUT = 30  # seconds per HTTP request (dellemc uses 30, sushy 60)
 AUTH_MODES = ("basic", "session")
 DEFAULT_AUTH = "basic"
 
-REDFISH_ARGUMENT_SPEC: dict[str, Any] = {
-    "bmc_url": {"type": "str", "required": True},
-    "username": {"type": "str", "required": True, "fallback": (env_fallback, ["REDFISH_USERNAME"])},
-    "password": {"type": "str", "required": True, "no_log": True, "fallback": (env_fallback, ["REDFISH_PASSWORD"])},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "path"},
-    "timeout": {"type": "int", "default": DEFAULT_TIMEOUT},
-    "auth": {"type": "str", "default": DEFAULT_AUTH, "choices": list(AUTH_MODES)},
-    "system_id": {"type": "str"},
-    "manager_id": {"type": "str"},
-}
 
+def redfish_argument_spec() -> dict[str, Any]:
+    """Options common to every Redfish module (documented in the ``redfish`` doc fragment); a fresh dict.
 
-def redfish_argument_spec(**module_options: Any) -> dict[str, Any]:
-    """The shared connection options plus a module's own options."""
-    spec = {name: dict(option) for name, option in REDFISH_ARGUMENT_SPEC.items()}
-    spec.update(module_options)
-    return spec
+    Named as in the rest of the collection: ``api_timeout`` (seconds per HTTP request, as in the
+    Vultr modules) and ``ca_cert`` (as in the Kubernetes modules), not community.general's
+    ``timeout``/``ca_path``.
+    """
+    return {
+        "bmc_url": {"type": "str", "required": True},
+        "username": {"type": "str", "required": True, "fallback": (env_fallback, ["REDFISH_USERNAME"])},
+        "password": {
+            "type": "str",
+            "required": True,
+            "no_log": True,
+            "fallback": (env_fallback, ["REDFISH_PASSWORD"]),
+        },
+        "validate_certs": {"type": "bool", "default": True},
+        "ca_cert": {"type": "path"},
+        "api_timeout": {"type": "int", "default": DEFAULT_API_TIMEOUT},
+        "auth": {"type": "str", "default": DEFAULT_AUTH, "choices": list(AUTH_MODES)},
+        "system_id": {"type": "str"},
+        "manager_id": {"type": "str"},
+    }
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,7 @@ class ConnectionParams:
     username: str
     password: str
     verify: bool | str  # False, True or a CA bundle path (sushy's ``verify``)
-    timeout: int
+    timeout: int  # seconds per HTTP request (option ``api_timeout``)
     auth: str = DEFAULT_AUTH  # one of AUTH_MODES
     system_id: str | None = None
     manager_id: str | None = None
@@ -90,15 +100,15 @@ def parse_bmc_url(value: str) -> tuple[str, str]:
 def connection_params(params: dict[str, Any]) -> ConnectionParams:
     """Validate the shared options of a module's ``params``."""
     base_url, root_prefix = parse_bmc_url(params["bmc_url"])
-    timeout = int(DEFAULT_TIMEOUT if params.get("timeout") is None else params["timeout"])
+    timeout = int(DEFAULT_API_TIMEOUT if params.get("api_timeout") is None else params["api_timeout"])
     if timeout <= 0:
-        raise InputError("timeout", f"must be a positive number of seconds, got {timeout}")
+        raise InputError("api_timeout", f"must be a positive number of seconds, got {timeout}")
     auth = params.get("auth") or DEFAULT_AUTH
     if auth not in AUTH_MODES:
         raise InputError("auth", f"{auth!r} is not one of {', '.join(AUTH_MODES)}")
     verify: bool | str = bool(params.get("validate_certs", True))
-    if verify and params.get("ca_path"):
-        verify = str(params["ca_path"])
+    if verify and params.get("ca_cert"):
+        verify = str(params["ca_cert"])
     return ConnectionParams(
         base_url=base_url,
         root_prefix=root_prefix,

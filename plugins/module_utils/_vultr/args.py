@@ -16,7 +16,8 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 
 from .client import DEFAULT_ENDPOINT, VultrClient
 
-# Waits: Terraform gives VKE 60 minutes; GPU pools take the longest.
+# Default ``wait_timeout`` of the state-changing modules (``_common.args.wait_argument_spec``), in
+# seconds: Terraform's vultr provider gives VKE 60 minutes; GPU pools take the longest.
 DEFAULT_WAIT_TIMEOUT = 3600
 
 
@@ -33,14 +34,6 @@ def vultr_argument_spec() -> dict[str, Any]:
         "api_retries": {"type": "int", "default": 5},
         "api_retry_max_delay": {"type": "int", "default": 12},
         "validate_certs": {"type": "bool", "default": True},
-    }
-
-
-def wait_argument_spec() -> dict[str, Any]:
-    """``wait``/``wait_timeout`` for modules that change state."""
-    return {
-        "wait": {"type": "bool", "default": True},
-        "wait_timeout": {"type": "int", "default": DEFAULT_WAIT_TIMEOUT},
     }
 
 

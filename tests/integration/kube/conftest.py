@@ -86,8 +86,8 @@ class KubeTarget:
     def real(self) -> bool:
         return self.emulator is None
 
-    def pick(self, emulator: float, real: float) -> float:
-        """A budget (a module timeout) for each target: a real apiserver restarts in 10-40 s."""
+    def pick(self, emulator: int, real: int) -> int:
+        """A budget (a module's ``wait_timeout``, seconds) for each target: a real apiserver restarts in 10-40 s."""
         return real if self.real else emulator
 
     def _lane(self) -> Any:

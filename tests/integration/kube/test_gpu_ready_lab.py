@@ -32,7 +32,7 @@ L40S_CLASS = {
 
 def task(kube: Any, **options: Any) -> dict[str, Any]:
     args = {"kubeconfig": kube.kubeconfig, "node_selector": "modelplane.ai/pool=gpu", "gpus_per_node": 2,
-            "timeout": 15, **options}  # fmt: skip
+            "wait_timeout": 15, **options}  # fmt: skip
     return {"name": "gpu", "metalplane.inference.gpu_ready": args, "register": "out", "ignore_errors": True}
 
 
@@ -57,7 +57,7 @@ def test_ready_after_a_delay_with_one_list_per_kind(kube: Any, gpu: Any, playboo
     gpu.install_validator(ready_after=None)
     when_watching(kube, NODES, lambda: gpu.advertise("g1", 2))
     when_watching(kube, gpu.daemonsets, gpu.validator_ready, after=0.6)
-    result = playbook([task(kube, **gpu.args, timeout=kube.pick(30, 120))]).task("gpu")
+    result = playbook([task(kube, **gpu.args, wait_timeout=kube.pick(30, 120))]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True
     assert len(list_requests(kube, NODES)) == 1
@@ -71,7 +71,7 @@ def test_never_ready_says_which_node_lacks_what_and_the_validator_container_stat
     gpu.add_gpu_node("g1", gpus=2)
     g2 = gpu.add_gpu_node("g2", gpus=2, device_plugin=False)
     gpu.install_validator(ready_after=None, stuck_at="driver-validation", crash_loop=True)
-    result = playbook([task(kube, **gpu.args, timeout=2)]).task("gpu")
+    result = playbook([task(kube, **gpu.args, wait_timeout=2)]).task("gpu")
     assert result["failed"] is True
     msg = result["msg"]
     assert msg.startswith("Timed out after 2s waiting for GPU readiness (operator, allocatable): ")
@@ -105,7 +105,7 @@ def test_dra_matches_the_inference_class_and_generates_one(kube: Any, dra: Any, 
                     "checks": ["dra"],
                     "node_selector": dra.pool,
                     "device_match": "{{ out.inference_class_devices[0] }}",
-                    "timeout": 5,
+                    "wait_timeout": 5,
                 },
                 "register": "again",
                 "ignore_errors": True,
@@ -149,9 +149,9 @@ def test_dra_mismatch_and_missing_slices_are_named_per_node(kube: Any, dra: Any,
         "attributes": {"architecture": {"string": "Hopper"}},
         "capacity": {"memory": {"value": "81559Mi"}},
     }
-    result = playbook([task(kube, checks=["dra"], device_match=hopper, node_selector=dra.selector, timeout=1)]).task(
-        "gpu"
-    )
+    result = playbook(
+        [task(kube, checks=["dra"], device_match=hopper, node_selector=dra.selector, wait_timeout=1)]
+    ).task("gpu")
     assert result["failed"] is True
     assert (
         f"node {g1}: 0 of 2 expected gpu.nvidia.com devices match device_match "
@@ -169,7 +169,7 @@ def test_dra_slices_published_while_waiting(kube: Any, dra: Any, playbook: Any) 
     dra.publish(g1, "L40S", 1)  # one GPU of two so far
     # The driver publishes a new pool generation (the old slice stays until it is cleaned up).
     when_watching(kube, SLICES, lambda: dra.publish(g1, "L40S", 2, generation=2))
-    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, timeout=40)]).task("gpu")
+    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, wait_timeout=40)]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["nodes"][g1]["count"] == 2  # only the newest generation counts
     # The request record: generation 2 was published only once the module was watching
@@ -197,7 +197,7 @@ def test_dra_api_version_selects_the_resource_slice_api(kube: Any, dra: Any, pla
         g1 = dra.node("g1")
         kube.apply(as_v1beta1(resource_slice(g1, "L40S", 2), api))
         selected = task(kube, checks=["dra"], node_selector=dra.selector, dra_api_version=api)
-        default = {**task(kube, checks=["dra"], node_selector=dra.selector, timeout=1), "name": "v1"}
+        default = {**task(kube, checks=["dra"], node_selector=dra.selector, wait_timeout=1), "name": "v1"}
         run = playbook([selected, {**default, "register": "v1"}])
     finally:
         for crd in dra_stand_in_crds(group, "v1beta1"):
@@ -242,7 +242,9 @@ def test_dra_slices_published_after_a_dropped_watch(kube: Any, dra: Any, playboo
         dra.publish(g1, "L40S", 2, generation=2)
 
     when_watching(kube, SLICES, drop_then_publish)
-    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, timeout=kube.pick(20, 60))]).task("gpu")
+    result = playbook([task(kube, checks=["dra"], node_selector=dra.selector, wait_timeout=kube.pick(20, 60))]).task(
+        "gpu"
+    )
     assert result.get("failed") is not True, result
     assert result["nodes"][g1]["count"] == 2
     assert len(list_requests(kube, SLICES)) >= 2
@@ -257,7 +259,7 @@ def test_api_down_mid_wait(kube: Any, gpu: Any, playbook: Any) -> None:
         gpu.validator_ready()
 
     when_watching(kube, gpu.daemonsets, outage)
-    result = playbook([task(kube, **gpu.args, timeout=kube.pick(30, 240))]).task("gpu")
+    result = playbook([task(kube, **gpu.args, wait_timeout=kube.pick(30, 240))]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True
     assert len(list_requests(kube, gpu.daemonsets)) >= 2

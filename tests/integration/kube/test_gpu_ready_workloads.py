@@ -33,7 +33,12 @@ def test_validator_daemonset_made_ready_by_the_controllers(kube: Any, unique: st
             kube.emulator.gpu.add_gpu_node(name, gpus=2)
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": unique}})
     kube.apply(validator_daemonset(unique))
-    args = {"kubeconfig": kube.kubeconfig, "node_selector": GPU_NODES, "validator_namespace": unique, "timeout": 60}
+    args = {
+        "kubeconfig": kube.kubeconfig,
+        "node_selector": GPU_NODES,
+        "validator_namespace": unique,
+        "wait_timeout": 60,
+    }
     result = playbook([{"name": "gpu", "metalplane.inference.gpu_ready": args, "ignore_errors": True}]).task("gpu")
     assert result.get("failed") is not True, result
     assert result["ready"] is True

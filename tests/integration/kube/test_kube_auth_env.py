@@ -59,8 +59,8 @@ def tasks(name: str, **connection: Any) -> list[dict[str, Any]]:
     """kube_ready on the Widget and gpu_ready (allocatable) without a ``kubeconfig`` option."""
     widget = {"api_version": "test.metalplane.io/v1", "kind": "Widget", "namespace": "default", "name": name}
     gpus = {"checks": ["allocatable"], "node_selector": GPU_NODES, "gpus_per_node": 1}
-    kube = {**widget, "timeout": 10, **connection}
-    gpu = {**gpus, "timeout": 10, **connection}
+    kube = {**widget, "wait_timeout": 10, **connection}
+    gpu = {**gpus, "wait_timeout": 10, **connection}
     return [
         {"name": "kube", "metalplane.inference.kube_ready": kube, "register": "kube", "ignore_errors": True},
         {"name": "gpu", "metalplane.inference.gpu_ready": gpu, "register": "gpu", "ignore_errors": True},

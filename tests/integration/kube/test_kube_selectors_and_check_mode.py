@@ -25,7 +25,7 @@ def test_kube_ready_malformed_label_selectors_name_the_option(kube: Any, unique:
     kube.ensure_widget_kind()
     kube.widget(unique, "True", labels={"set": unique})
     options = {"kubeconfig": kube.kubeconfig, "api_version": "test.metalplane.io/v1", "kind": "Widget",
-               "namespace": "default", "timeout": 10}  # fmt: skip
+               "namespace": "default", "wait_timeout": 10}  # fmt: skip
     run = playbook(
         [
             {
@@ -58,7 +58,7 @@ def test_kube_ready_malformed_label_selectors_name_the_option(kube: Any, unique:
 
 
 def test_gpu_ready_malformed_node_selector_names_the_option(kube: Any, unique: str, playbook: Any) -> None:
-    options = {"kubeconfig": kube.kubeconfig, "checks": ["allocatable"], "timeout": 0}
+    options = {"kubeconfig": kube.kubeconfig, "checks": ["allocatable"], "wait_timeout": 0}
     run = playbook(
         [
             {
@@ -98,7 +98,7 @@ def test_gpu_ready_malformed_node_selector_names_the_option(kube: Any, unique: s
 def test_gpu_ready_check_mode_reports_without_waiting(kube: Any, gpu: Any, playbook: Any) -> None:
     g1 = gpu.add_gpu_node("g1", gpus=2, device_plugin=False)
     gpu.install_validator(ready_after=None)
-    args = {"kubeconfig": kube.kubeconfig, **gpu.args, "gpus_per_node": 2, "timeout": 60}
+    args = {"kubeconfig": kube.kubeconfig, **gpu.args, "gpus_per_node": 2, "wait_timeout": 60}
     task = {"name": "gpu", "metalplane.inference.gpu_ready": args, "register": "out", "ignore_errors": True}
     kube.mark()  # the gpu fixture lists pods to see them held; only the module's requests count
     result = playbook([task], check=True).task("gpu")

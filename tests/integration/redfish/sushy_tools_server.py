@@ -21,7 +21,7 @@ PASSWORD = "calvin"
 
 
 def write_tls_files(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (it is its own CA: use it as ``ca_path``)."""
+    """A self-signed certificate for 127.0.0.1 (it is its own CA: use it as the modules' ``ca_cert``)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -128,4 +128,4 @@ class SushyToolsBmc:
         self.stop()
 
     def module_args(self) -> dict[str, Any]:
-        return {"bmc_url": self.url, "username": USERNAME, "password": PASSWORD, "ca_path": self.ca_path}
+        return {"bmc_url": self.url, "username": USERNAME, "password": PASSWORD, "ca_cert": self.ca_path}

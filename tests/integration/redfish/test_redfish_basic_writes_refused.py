@@ -29,7 +29,7 @@ LOCKED = "r730-locked"  # iDRAC8 refusing Basic writes and, its session table fu
 FALLBACK_EXTRA = 3
 BASIC_REQUESTS = {"on": 4, "insert": 8, "virtual cd once": 5}
 
-C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
+C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_cert": "{{ ca_path }}"}
 MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
 ISO = "{{ iso }}"
 

@@ -45,7 +45,7 @@ def _arm(count: int) -> dict[str, Any]:
     }
 
 
-C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
+C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_cert": "{{ ca_path }}"}
 TASKS: list[dict[str, Any]] = [
     _arm(1),
     {"name": "optical first", FQ + "redfish_boot": {**C, "order": ["Boot0003"]}},

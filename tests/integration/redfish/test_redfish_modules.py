@@ -55,7 +55,7 @@ def _fault(fault: str) -> dict[str, Any]:
     }
 
 
-C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
+C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_cert": "{{ ca_path }}"}
 MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
 ISO = "{{ iso }}"
 TASKS: list[dict[str, Any]] = [

@@ -41,7 +41,7 @@ from lab.redfish.bmc import RequestRecord
 from lab.redfish.server import BmcSpec, RedfishLab
 
 FQ = "metalplane.inference."
-C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_path": "{{ ca_path }}"}
+C = {"bmc_url": "{{ bmc_url }}", "username": "root", "password": "calvin", "ca_cert": "{{ ca_path }}"}
 MEDIA = {**C, "retry_delay": 0, "verify_timeout": 5, "bmc_ready_timeout": 60}
 MANAGER = {"idrac8": "iDRAC.Embedded.1", "idrac9": "iDRAC.Embedded.1", "generic": "1"}
 SYSTEM = {"idrac8": "System.Embedded.1", "idrac9": "System.Embedded.1", "generic": "1"}

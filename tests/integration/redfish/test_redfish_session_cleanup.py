@@ -29,7 +29,7 @@ C = {
     "bmc_url": "{{ bmc_url }}",
     "username": "root",
     "password": "calvin",
-    "ca_path": "{{ ca_path }}",
+    "ca_cert": "{{ ca_path }}",
     "auth": "session",
 }
 BAD = {**C, "system_id": WRONG}

@@ -1,7 +1,7 @@
 """Cross-check: the generic paths against sushy-tools' emulator (fake driver), not our own lab.
 
 Power, one-time boot and virtual media through real ansible-playbook runs, over TLS with the
-emulator's certificate as ``ca_path``. sushy-tools has no sessions (Basic auth fallback), no
+emulator's certificate as ``ca_cert``. sushy-tools has no sessions (Basic auth fallback), no
 ETags, no Manager.Reset and reports ``BootSourceOverrideEnabled`` as Continuous always
 (as observed with sushy-tools 2.2.0); assertions stay within what it implements.
 """
@@ -111,7 +111,7 @@ def test_wrong_password_and_bad_input_against_sushy_tools(
                 {**conn, "state": "inserted", "image_url": "nfs://h/x.iso"},
                 ignore_errors=True,
             ),
-            _task("no ca", "redfish_info", {**conn, "ca_path": None}, ignore_errors=True),
+            _task("no ca", "redfish_info", {**conn, "ca_cert": None}, ignore_errors=True),
             _task("still off", "redfish_info", conn),
         ]
     )

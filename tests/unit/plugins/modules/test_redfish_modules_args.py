@@ -42,7 +42,7 @@ def _base(**kw: Any) -> dict[str, Any]:
         (redfish_power, _base(bmc_url="https://", state="on"), "bmc_url"),
         (redfish_virtual_media, _base(state="inserted", image_url="nfs://10.0.0.5/x.iso"), "image_url"),
         (redfish_virtual_media, _base(state="inserted", image_url="/local/x.iso"), "image_url"),
-        (redfish_info, _base(timeout=0), "timeout"),
+        (redfish_info, _base(api_timeout=0), "api_timeout"),
     ],
 )
 def test_bad_input_fails_before_any_request(
@@ -82,7 +82,7 @@ def test_argument_spec_rejects(
 def test_env_fallback_and_unreachable_bmc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REDFISH_USERNAME", "root")
     monkeypatch.setenv("REDFISH_PASSWORD", "env-s3cret")
-    result = _run(bmc_reset, {"bmc_url": UNREACHABLE, "timeout": 2}, capsys)
+    result = _run(bmc_reset, {"bmc_url": UNREACHABLE, "api_timeout": 2}, capsys)
     assert result["failed"] is True
     assert result["error"]["kind"] == "redfish_not_ready"  # unreachable: typed, one failure at the top
     assert "Logging in to https://127.0.0.1:9" in result["msg"]

@@ -1,26 +1,18 @@
-"""Module-level argument errors of the Vultr modules: a clear message naming the field, zero requests.
-
-Also checks that each module's DOCUMENTATION matches its argument spec (names, types, defaults).
-"""
+"""Module-level argument errors of the Vultr modules: a clear message naming the field, zero requests."""
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.metalplane.inference.plugins.doc_fragments.vultr import ModuleDocFragment
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VultrClient
 from ansible_collections.metalplane.inference.plugins.modules import (
     vke_cluster,
     vke_cluster_info,
     vke_node_pool,
-    vultr_gpu_plan_info,
 )
 
 BASE = {"api_key": "secret-test-key", "api_endpoint": "http://127.0.0.1:9"}
@@ -97,33 +89,3 @@ def test_plan_required_for_present(requests_made: list[str], capsys: pytest.Capt
     assert result["failed"] is True
     assert "plan" in result["msg"]
     assert requests_made == []
-
-
-def documented(module: Any) -> dict[str, Any]:
-    tree = ast.parse(Path(module.__file__).read_text())
-    text = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "DOCUMENTATION")
-    doc = yaml.safe_load(text)
-    options = dict(doc["options"])
-    options.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
-    if "metalplane.inference.vultr.wait" in doc.get("extends_documentation_fragment", []):
-        options.update(yaml.safe_load(ModuleDocFragment.WAIT)["options"])
-    return options
-
-
-def compare(spec: dict[str, Any], docs: dict[str, Any], where: str) -> None:
-    assert sorted(spec) == sorted(docs), where
-    for name, option in spec.items():
-        doc = docs[name]
-        assert doc.get("type", "str") == option.get("type", "str"), f"{where}.{name}"
-        assert doc.get("default") == option.get("default"), f"{where}.{name}"
-        assert doc.get("choices") == option.get("choices"), f"{where}.{name}"
-        assert bool(doc.get("required")) == bool(option.get("required")), f"{where}.{name}"
-        assert doc.get("elements") == option.get("elements"), f"{where}.{name}"
-        if "options" in option:
-            compare(option["options"], doc["suboptions"], f"{where}.{name}")
-
-
-@pytest.mark.parametrize("module", [vke_cluster, vke_node_pool, vke_cluster_info, vultr_gpu_plan_info])
-def test_documentation_matches_argument_spec(module: Any) -> None:
-    compare(module.argument_spec(), documented(module), module.__name__.rsplit(".", 1)[-1])
-    assert module.argument_spec()["api_key"]["no_log"] is True

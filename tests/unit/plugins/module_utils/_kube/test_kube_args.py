@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import (
-    KUBE_CONNECTION_SPEC,
     env_names,
+    kube_argument_spec,
     resolve_auth,
 )
 
 
 def test_spec_marks_the_token_no_log() -> None:
-    assert KUBE_CONNECTION_SPEC["api_key"]["no_log"] is True
-    assert "default" not in KUBE_CONNECTION_SPEC["validate_certs"]
+    spec = kube_argument_spec()
+    assert spec["api_key"]["no_log"] is True
+    assert "default" not in spec["validate_certs"]
 
 
 @pytest.mark.parametrize(

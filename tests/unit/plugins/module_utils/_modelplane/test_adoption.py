@@ -183,7 +183,7 @@ def params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
         workload_kubeconfig=str(path),
         node_pools=[{"name": "l40s", "class_name": "l40s-1x", "node_count": 2}],
         gpu_inventory={"n1": {**L40S, "pool": "l40s"}, "n2": {**L40S, "pool": "l40s"}},
-        timeout=5.0,
+        wait_timeout=5,
     )
     out.update(overrides)
     return out
@@ -660,7 +660,7 @@ def test_pool_of_a_node_is_read_from_the_workload_labels(tmp_path: Path) -> None
     [
         ({"name": "Not_A_Label"}, "name"),
         ({"kubeconfig": None}, "kubeconfig"),
-        ({"timeout": -1.0}, "timeout"),
+        ({"wait_timeout": -1}, "wait_timeout"),
         ({"workload_kubeconfig": "/nonexistent/kubeconfig"}, "workload_kubeconfig"),
         ({"node_pools": [{"name": "l40s", "class_name": "l40s-1x", "node_count": 0}]}, "node_pools[0].nodeCount"),
         ({"classes": [{"name": "x", "spec": {"devices": [{"name": "gpu", "driver": "d"}]}}]}, "classes[0]"),

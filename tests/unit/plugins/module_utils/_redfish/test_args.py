@@ -6,9 +6,9 @@ import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import (
-    REDFISH_ARGUMENT_SPEC,
     connection_params,
     parse_bmc_url,
+    redfish_argument_spec,
 )
 
 
@@ -49,20 +49,22 @@ def _params(**kw: object) -> dict[str, object]:
     return base
 
 
-def test_verify_and_ca_path() -> None:
+def test_verify_and_ca_cert() -> None:
     assert connection_params(_params()).verify is True
-    assert connection_params(_params(ca_path="/ca.pem")).verify == "/ca.pem"
-    assert connection_params(_params(validate_certs=False, ca_path="/ca.pem")).verify is False
-    assert connection_params(_params(timeout=5)).timeout == 5
-    with pytest.raises(InputError):
-        connection_params(_params(timeout=0))
+    assert connection_params(_params(ca_cert="/ca.pem")).verify == "/ca.pem"
+    assert connection_params(_params(validate_certs=False, ca_cert="/ca.pem")).verify is False
+    assert connection_params(_params(api_timeout=5)).timeout == 5
+    with pytest.raises(InputError) as info:
+        connection_params(_params(api_timeout=0))
+    assert info.value.field == "api_timeout"
 
 
 def test_spec_secrets_and_fallbacks() -> None:
-    assert REDFISH_ARGUMENT_SPEC["password"]["no_log"] is True
-    assert REDFISH_ARGUMENT_SPEC["password"]["fallback"][1] == ["REDFISH_PASSWORD"]
-    assert REDFISH_ARGUMENT_SPEC["username"]["fallback"][1] == ["REDFISH_USERNAME"]
-    assert REDFISH_ARGUMENT_SPEC["validate_certs"]["default"] is True
+    spec = redfish_argument_spec()
+    assert spec["password"]["no_log"] is True
+    assert spec["password"]["fallback"][1] == ["REDFISH_PASSWORD"]
+    assert spec["username"]["fallback"][1] == ["REDFISH_USERNAME"]
+    assert spec["validate_certs"]["default"] is True
 
 
 @pytest.mark.parametrize(
@@ -82,4 +84,4 @@ def test_auth_mode_rejects_unknown_and_spec_matches() -> None:
     with pytest.raises(InputError) as info:
         connection_params(_params(auth="token"))
     assert info.value.field == "auth"
-    assert REDFISH_ARGUMENT_SPEC["auth"] == {"type": "str", "default": "basic", "choices": ["basic", "session"]}
+    assert redfish_argument_spec()["auth"] == {"type": "str", "default": "basic", "choices": ["basic", "session"]}

@@ -17,7 +17,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._redfish.sess
     needs_session_for_write,
 )
 
-PARAMS = connection_params({"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "timeout": 5})
+PARAMS = connection_params({"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "api_timeout": 5})
 
 
 class _Resp:

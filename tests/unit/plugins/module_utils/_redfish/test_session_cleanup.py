@@ -22,7 +22,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._redfish.sess
 
 SESSIONS = "/redfish/v1/SessionService/Sessions/"
 PARAMS = connection_params(
-    {"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "timeout": 5, "auth": "session"}
+    {"bmc_url": "https://bmc.example", "username": "root", "password": "pw", "api_timeout": 5, "auth": "session"}
 )
 
 
