@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import MODELPLANE_CONNECTION_SPEC
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import DEFAULT_API_TIMEOUT
 
 from .claims import DEFAULT_NAMESPACE
-
-# Seconds per HTTP request to a BMC while checking a host (the Redfish modules' default).
-DEFAULT_API_TIMEOUT = 30
 
 HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
@@ -41,7 +39,7 @@ REQUIREMENT_OPTIONS: dict[str, dict[str, Any]] = {
 def metal_pool_argument_spec() -> dict[str, Any]:
     """A fresh dict of the shared options (the control-plane connection, the pool, its hosts, requirements)."""
     return {
-        **{name: dict(option) for name, option in MODELPLANE_CONNECTION_SPEC.items()},
+        **modelplane_argument_spec(),
         "pool": {"type": "str", "required": True},
         "hosts": {
             "type": "list",
