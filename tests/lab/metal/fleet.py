@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import ssl
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-from lab.common import free_port
+from lab.common import LOOPBACK, free_port
 from lab.metal.host import DiskIdentity, HostIdentity, MetalHost, SharedParts, disk_identity
 from lab.metal.sandbox import make_skeleton, probe
 from lab.metal.shims import install_shims
@@ -114,4 +116,27 @@ class MetalFleet:
         return 200, {name: host.snapshot() for name, host in self.hosts.items()}
 
 
-__all__ = ["DiskIdentity", "HostIdentity", "MetalFleet", "host_address"]
+__all__ = ["DiskIdentity", "HostIdentity", "MetalFleet", "host_address", "status_lines"]
+
+
+def status_lines(state_dir: Path, port: int, timeout: float = 5.0) -> list[str]:
+    """``labctl status`` lines: each host's power, boot device, media, OS phase and SSH address."""
+    context = ssl.create_default_context(cafile=str(Path(state_dir) / "ca.pem"))
+    try:
+        with urllib.request.urlopen(f"https://{LOOPBACK}:{port}{HOSTS_PATH}", timeout=timeout, context=context) as r:
+            hosts = json.loads(r.read())
+    except (OSError, ValueError) as exc:
+        return [f"  hosts: not answering ({exc})"]
+    lines = []
+    for name, host in hosts.items():
+        media = host.get("media") or "-"
+        state = "" if host.get("reachable") else (" (unreachable)" if host.get("phase") == "os-up" else " (down)")
+        ssh = f"ssh {host['ssh']}{state}"
+        lines.append(
+            f"  host {name:<10} power {host.get('power'):<11} boot {host.get('boot_device') or '-':<10} "
+            f"os {host.get('phase'):<17} {ssh}  media {media}"
+        )
+        why = host.get("unreachable") or host.get("reason")
+        if why and (host.get("phase") not in ("off", "os-up") or host.get("unreachable")):
+            lines.append(f"       {why}")
+    return lines

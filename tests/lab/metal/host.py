@@ -600,11 +600,16 @@ class MetalHost:
     # ------------------------------------------------------------------------------ views
     def snapshot(self) -> dict[str, Any]:
         boot = self.log.boots[-1] if self.log.boots else {}
+        slots = getattr(self.bmc, "virtual_media", {}) or {}
+        media = next(
+            (s["image"] for s in slots.values() if s.get("inserted") and "CD" in s.get("media_types", [])), None
+        )
         return {
             "name": self.name,
             "power": self.bmc.power_state,
             "boot_device": boot.get("device"),
-            "media": boot.get("cd_image"),
+            "media": media,  # the virtual CD now
+            "booted_media": boot.get("cd_image"),  # the virtual CD at the last boot
             "phase": self.phase,
             "reason": self.reason,
             "reachable": self.phase == OS_UP and self.unreachable is None,
