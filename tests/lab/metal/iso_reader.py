@@ -234,7 +234,7 @@ def find_boot_entry(iso: IsoImage, firmware: str) -> BootEntry:
     if not iso.boot_images():
         raise MediaError("the ISO has no El Torito boot catalog: the firmware finds nothing to boot on it")
     if not images:
-        kind = "a UEFI (platform 0xEF)" if platform == 0xEF else "a BIOS (platform 0x00)"
+        kind = "UEFI (platform 0xEF)" if platform == 0xEF else "BIOS (platform 0x00)"
         raise MediaError(f"the ISO's El Torito catalog has no {kind} entry; {firmware} firmware cannot boot it")
     image = images[0]
     if image is None:

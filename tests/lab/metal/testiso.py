@@ -93,8 +93,9 @@ def build_iso(
     if bios_boot is not None:
         iso.add_eltorito(iso_paths[bios_boot], bootcatfile="/BOOTCAT.;1", rr_bootcatname="boot.cat", boot_load_size=4)
     if efi_boot is not None:
+        # The first entry's platform is the validation entry's: 0xEF on a UEFI-only ISO.
         kwargs = {} if bios_boot is not None else {"bootcatfile": "/BOOTCAT.;1", "rr_bootcatname": "boot.cat"}
-        iso.add_eltorito(iso_paths[efi_boot], efi=True, **kwargs)
+        iso.add_eltorito(iso_paths[efi_boot], efi=True, platform_id=0xEF, **kwargs)
     iso.write(str(path))
     iso.close()
     return path
