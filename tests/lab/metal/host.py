@@ -580,8 +580,12 @@ class MetalHost:
     # ------------------------------------------------------------------------------ firmware
     def _write_firmware(self) -> None:
         """What the OS sees of the hardware: DMI identity and NIC addresses under /sys (read-only facts)."""
-        dmi = self.firmware / "sys/class/dmi/id"
+        dmi = self.firmware / "sys/devices/virtual/dmi/id"  # where sysfs keeps it; /sys/class/dmi/id links there
         dmi.mkdir(parents=True, exist_ok=True)
+        link = self.firmware / "sys/class/dmi/id"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to("../../devices/virtual/dmi/id")
         values = {
             "sys_vendor": "Dell Inc.",
             "product_name": self.identity.model,
