@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.common import LOOPBACK, free_port
-from lab.metal.host import DiskIdentity, HostIdentity, MetalHost, SharedParts, disk_identity
+from lab.metal.host import MetalHost, SharedParts
+from lab.metal.identity import DiskIdentity, HostIdentity, disk_identity
 from lab.metal.sandbox import make_skeleton, probe
 from lab.metal.shims import install_shims
 from lab.metal.sshd import SshService

@@ -25,8 +25,6 @@ authorized key installs a host that answers SSH but lets nobody in.
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
 import json
 import queue
 import shutil
@@ -43,7 +41,8 @@ from typing import Any, Protocol
 
 import asyncssh
 
-from lab.metal.iso_reader import NIC_NAME_PREFIX, InstallConfig, MediaError, read_install_media
+from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
+from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media
 from lab.metal.sandbox import Disk, Sandbox, SandboxLayout, SandboxUnavailable, Tools
 from lab.metal.shims import Effect, ShimCall, ShimServer, interpret
 from lab.metal.sshd import SshService
@@ -90,95 +89,6 @@ class Bmc(Protocol):
     def host_power_off(self) -> None: ...
 
     def reboot(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class DiskIdentity:
-    """The host's one disk, by every name a configuration may use for it."""
-
-    device: str
-    wwn: str
-    serial: str
-    model: str = "ST1200MM0099"
-
-    def names(self) -> set[str]:
-        short = self.device.removeprefix("/dev/")
-        by_id = f"disk/by-id/wwn-{self.wwn}"
-        return {self.device, short, f"/dev/{by_id}", by_id, self.serial, self.wwn}
-
-    def matches(self, name: str | None) -> bool:
-        return name is None or name in self.names()
-
-
-@dataclass(frozen=True)
-class HostIdentity:
-    """Who the host is on the lab network: its BMC's NICs, its loopback address and port, its disk."""
-
-    name: str
-    macs: tuple[str, ...]  # as the BMC's EthernetInterfaces report them; index 0 is the boot NIC
-    address: str
-    port: int
-    prefix: int
-    gateway: str
-    disk: DiskIdentity
-    serial: str = ""
-    uuid: str = ""
-    model: str = "PowerEdge R730"
-
-    @property
-    def boot_mac(self) -> str:
-        return self.macs[0]
-
-    def nic_index(self, device: str) -> int | None:
-        """Which NIC a configuration's device names: a MAC, ``enoN``, ``link``/``auto`` (first with link)."""
-        wanted = device.lower().replace("-", ":")
-        for index, mac in enumerate(self.macs):
-            if wanted == mac.lower() or wanted == f"{NIC_NAME_PREFIX}{index + 1}":
-                return index
-        if wanted in ("link", "auto"):
-            return 0  # every lab NIC reports LinkUp; the installer takes the first
-        return None
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "ssh_address": self.address,
-            "ssh_port": self.port,
-            "boot_mac": self.boot_mac,
-            "prefix": self.prefix,
-            "gateway": self.gateway,
-            "root_disk": {"device": self.disk.device, "wwn": self.disk.wwn, "serial": self.disk.serial},
-        }
-
-
-def network_problem(networks: list[dict[str, Any]], identity: HostIdentity) -> str | None:  # noqa: PLR0911
-    """Why an installed OS with ``networks`` is unreachable from the controller, or None if it is reachable."""
-    mine = [n for n in networks if identity.nic_index(str(n.get("device", ""))) == 0]
-    if not mine:
-        devices = ", ".join(str(n.get("device")) for n in networks) or "none"
-        return (
-            f"no network configuration for the boot NIC {identity.boot_mac} ({NIC_NAME_PREFIX}1); configured: "
-            f"{devices}: the interface stays down"
-        )
-    net = mine[0]
-    if net.get("method") != "static":
-        return "the boot NIC uses DHCP and the lab network has no DHCP server: it gets no address"
-    if net.get("address") != identity.address:
-        return (
-            f"the boot NIC is configured with {net.get('address')}, but the lab routes {identity.address} to this host"
-        )
-    prefix = net.get("prefix")
-    if not isinstance(prefix, int) or not 1 <= prefix <= 32:
-        return f"the boot NIC's netmask/prefix {prefix!r} is not valid: the interface stays down"
-    gateway = net.get("gateway")
-    subnet = ipaddress.IPv4Network(f"{identity.address}/{prefix}", strict=False)
-    if gateway != identity.gateway:
-        return (
-            f"the default gateway is {gateway or 'not set'}, the lab's is {identity.gateway}: replies to the "
-            "controller (not on this subnet) go nowhere"
-        )
-    if ipaddress.IPv4Address(gateway) not in subnet:
-        return f"the gateway {gateway} is not on {subnet}: the route cannot be installed"
-    return None
 
 
 @dataclass
@@ -626,8 +536,3 @@ class MetalHost:
             "modules": sorted(self.modules),
             "config": self.last_config,
         }
-
-
-def disk_identity(name: str) -> DiskIdentity:
-    digest = hashlib.sha256(f"disk/{name}".encode()).hexdigest()
-    return DiskIdentity(device="/dev/sda", wwn=f"0x5000c500{digest[:8]}", serial=f"WFK{digest[8:13].upper()}")

@@ -58,9 +58,6 @@ CPIO_MAGICS = (b"070701", b"070702")
 CPIO_TRAILER = "TRAILER!!!"
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
-# The kernel names the integrated NICs eno1..enoN (systemd predictable names, onboard index):
-# NIC index 0 is the boot NIC of the lab BMCs (lab.redfish: NIC.Integrated.1-1-1).
-NIC_NAME_PREFIX = "eno"
 SSH_HOST_KEY_DIR = "/etc/ssh/"
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lab.metal.host import DiskIdentity, HostIdentity, network_problem
+from lab.metal.identity import DiskIdentity, HostIdentity, network_problem
 from lab.metal.shims import MINUTE, Effect, interpret
 
 IDENTITY = HostIdentity(
