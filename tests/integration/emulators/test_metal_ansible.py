@@ -22,7 +22,7 @@ import yaml
 
 from lab.artifacts import ArtifactServer
 from lab.metal import testiso
-from lab.metal.fleet import MetalFleet
+from lab.metal.fleet import MetalFleet, status_lines
 from lab.metal.host import MetalHost
 from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.redfish import BmcSpec, RedfishLab
@@ -40,6 +40,7 @@ class Installed:
     host_key: asyncssh.SSHKey
     client_key: Path
     tmp: Path
+    status: list[str]  # what `labctl status` shows for the lab's hosts
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         system.reset_system(sushy.ResetType.ON)
         assert host.wait_for(lambda h: h.phase == "os-up", WAIT), host.snapshot()
         assert host.unreachable is None
-        yield Installed(host, host_key, tmp / "id", tmp)
+        lab.extra_control = fleet.control  # as the emulator's command line wires it
+        yield Installed(host, host_key, tmp / "id", tmp, status_lines(tmp / "rf", lab.port))
 
 
 def inventory(installed: Installed, pinned: asyncssh.SSHKey) -> Path:
@@ -161,3 +163,17 @@ def test_a_host_with_another_key_than_the_pinned_one_is_refused(
     run = playbook(ping, inventory=inventory(installed, other), env=env)
     assert run.rc == 4  # UNREACHABLE
     assert "Host key verification failed" in run.stdout + run.stderr
+
+
+def test_labctl_status_shows_power_boot_device_media_os_and_ssh_address(installed: Installed) -> None:
+    ident = installed.host.identity
+    line = installed.status[0].split()
+    assert line[:2] == ["host", BMC]
+    assert dict(zip(line[2:10:2], line[3:11:2], strict=True)) == {
+        "power": "On",
+        "boot": "Hdd",
+        "os": "os-up",
+        "ssh": f"{ident.address}:{ident.port}",
+    }
+    assert line[-2:] == ["media", installed.host.snapshot()["media"]]
+    assert line[-2:][1].endswith("/node1.iso")
