@@ -147,7 +147,7 @@ EMULATORS: tuple[Emulator, ...] = (
     ),
     # Redfish BMC emulator: one HTTPS port, one path prefix per BMC (iDRAC8 R730, iDRAC9, generic);
     # clients verify TLS with the CA it writes (ca.pem). Endpoint shape: lab.redfish_personality.
-    # Behind every BMC a simulated server (lab.metal, issue 14) reachable over SSH once installed;
+    # Behind every BMC a simulated server (lab.metal) reachable over SSH once installed;
     # metal-hosts.json says where (published under ``hosts`` in endpoints.yml).
     Emulator(
         name="redfish",

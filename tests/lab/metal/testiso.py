@@ -53,12 +53,6 @@ def fake_efi_image() -> bytes:
     return bytes(image)
 
 
-def _iso_name(path: str, index: int) -> str:
-    """A unique ISO 9660 level-4 name for ``path`` (Rock Ridge carries the real name)."""
-    parts = path.strip("/").split("/")
-    return "/" + "/".join(f"D{index}{i}" for i in range(len(parts) - 1)) + ("/" if len(parts) > 1 else "") + f"F{index}"
-
-
 def build_iso(
     path: Path,
     files: dict[str, bytes],
