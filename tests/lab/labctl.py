@@ -281,6 +281,11 @@ class Lab:
                     "port": running.port if running else None,
                     "state": _state(running),
                     "contract": self.live_contract(emulator, running) if running else None,
+                    "lines": (
+                        emulator.status_lines(self.state_dir, running.port)
+                        if running and running.alive and emulator.status_lines is not None
+                        else []
+                    ),
                 }
             )
         return rows
@@ -392,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"  contract: {row['contract'].get('checked', 0)} checked, {count} violation{'' if count == 1 else 's'}"
             )
         print(line)
+        for extra in row["lines"]:
+            print(extra)
     return 0
 
 

@@ -983,7 +983,7 @@ def test_cli_serves_default_bmcs_and_control_api(tmp_path: Path, images: dict[st
             "password": "calvin",
             "bmcs": endpoint["bmcs"],
         }
-        assert entry.ready_files(tmp_path) == [ca]
+        assert entry.ready_files(tmp_path) == [ca, tmp_path / "metal-hosts.json"]  # labctl starts it with --metal-hosts
         assert {b["personality"] for b in endpoint["bmcs"].values()} == set(PERSONALITIES)
         fault = {"fault": "insert_sys446", "count": 1}
         r730 = base + "/lab/bmc/r730-1"

@@ -13,6 +13,7 @@ answers ``GET /lab/contract``; ``labctl status`` shows it and ``labctl down`` fa
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ class Emulator:
     # The contract report the emulator writes when it checks its platform's API contract (the file
     # exists only then); labctl removes it before a start and reads it on status and down.
     contract_report: Callable[[Path], Path] | None = None
+    # More lines for ``labctl status`` (state dir, port) -> lines, e.g. the simulated hosts behind the BMCs.
+    status_lines: Callable[[Path, int], list[str]] | None = None
 
     @property
     def script(self) -> Path:
@@ -90,6 +93,16 @@ def _vultr_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
     entry: dict[str, Any] = {"api_endpoint": f"http://{host}:{port}", "api_key": "lab-vultr-api-key"}
     if (state_dir / VULTR_STATE / VULTR_CONTRACT_REPORT).is_file():  # written before the emulator listens
         entry["contract_url"] = f"http://{host}:{port}{CONTRACT_PATH}"
+    return entry
+
+
+def _redfish_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
+    entry: dict[str, Any] = __import__("lab.redfish.personality", fromlist=["lab_endpoint"]).lab_endpoint(
+        host, port, state_dir
+    )
+    hosts = state_dir / "metal-hosts.json"
+    if hosts.is_file():
+        entry["hosts"] = json.loads(hosts.read_text())["hosts"]
     return entry
 
 
@@ -140,13 +153,17 @@ EMULATORS: tuple[Emulator, ...] = (
     ),
     # Redfish BMC emulator: one HTTPS port, one path prefix per BMC (iDRAC8 R730, iDRAC9, generic);
     # clients verify TLS with the CA it writes (ca.pem). Endpoint shape: lab.redfish.personality.
+    # Behind every BMC a simulated server (lab.metal) reachable over SSH once installed;
+    # metal-hosts.json says where (published under ``hosts`` in endpoints.yml).
     Emulator(
         name="redfish",
-        endpoint=lambda host, port, state_dir: __import__(
-            "lab.redfish.personality", fromlist=["lab_endpoint"]
-        ).lab_endpoint(host, port, state_dir),
+        endpoint=_redfish_endpoint,
         module="lab.redfish.server",
-        ready_files=lambda state_dir: [state_dir / "ca.pem"],
+        extra_args=lambda _state_dir: ["--metal-hosts"],
+        ready_files=lambda state_dir: [state_dir / "ca.pem", state_dir / "metal-hosts.json"],
+        status_lines=lambda state_dir, port: __import__("lab.metal.fleet", fromlist=["status_lines"]).status_lines(
+            state_dir, port
+        ),
     ),
     # Modelplane control plane (issue 6): a Kubernetes API with the Modelplane CRDs and a simulated
     # controller (lab.modelplane.server); the kubeconfig is written once the CRDs are served.

@@ -195,8 +195,13 @@ class BmcState:
         self.faults: dict[str, Fault] = {}
         self.resets = 0
         self.on_reset: Callable[[BmcState], None] | None = None  # set by the HTTP layer
+        # The simulated server behind this BMC (lab.metal.host.MetalHost), told about power changes
+        # (``power_changed(state)``) and boots (``booted(record)``); both only queue work, so they are
+        # called under the lock. It calls back ``host_power_off()`` and ``reboot()``.
+        self.host: Any = None
         # host power
         self._power = spec.power_state
+        self._notified_power = spec.power_state
         self._steps: list[tuple[float, str, bool]] = []  # (at, new state, is a boot)
         self.boot_history: list[dict[str, Any]] = []
         # boot override
@@ -246,6 +251,21 @@ class BmcState:
             self._power = state
             if is_boot:
                 self._host_boot()
+        self._notify_power()
+
+    def _notify_power(self) -> None:
+        if self._power != self._notified_power:
+            self._notified_power = self._power
+            if self.host is not None:
+                self.host.power_changed(self._power)
+
+    def host_power_off(self) -> None:
+        """The host's OS switched the server off (``poweroff``, an installer's final power-off)."""
+        with self.lock:
+            self._advance()
+            self._steps = []
+            self._power = "Off"
+            self._notify_power()
 
     @property
     def power_state(self) -> str:
@@ -494,6 +514,10 @@ class BmcState:
         self.scp_boot = {}
         self.counters["host_boot"] += 1
         self.boot_history.append({"device": device, "via": via, "mode": self.bios["BootMode"]})
+        self._notify_power()
+        if self.host is not None:
+            cd = next((s.image for s in self.slots.values() if s.inserted and "CD" in s.media_types), None)
+            self.host.booted({**self.boot_history[-1], "cd_image": cd})
 
     def _cd_inserted(self) -> bool:
         return any(s.inserted and "CD" in s.media_types for s in self.slots.values())

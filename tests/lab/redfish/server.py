@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -413,6 +414,8 @@ class RedfishLab:
         self._stopped = threading.Event()
         self.port = 0
         self.ca_path = ""
+        # More of the control API (``/lab/...``), e.g. lab.metal's ``/lab/hosts``: (status, body) or None.
+        self.extra_control: Callable[[str, str, bytes], tuple[int, dict[str, Any]] | None] | None = None
 
     # ------------------------------------------------------------------------ lifecycle
     def start(self) -> RedfishLab:
@@ -534,6 +537,10 @@ class RedfishLab:
     def control(self, method: str, path: str, raw: bytes, client: str) -> Reply:  # noqa: PLR0911
         if not (client.startswith("127.") or client == "::1"):
             return Reply(403, {"error": "the lab control API is loopback only"})
+        if self.extra_control is not None:
+            handled = self.extra_control(method, path, raw)
+            if handled is not None:
+                return Reply(*handled)
         parts = path.strip("/").split("/")
         if parts == ["lab", "bmcs"] and method == "GET":
             return Reply(200, self.describe())
@@ -603,14 +610,35 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(f"{n}:{p}" for n, p in DEFAULT_BMCS.items()),
         help="comma-separated name:personality[:port] (default %(default)s)",
     )
+    parser.add_argument(
+        "--metal-hosts", action="store_true", help="a simulated server behind every BMC, reachable over SSH (lab.metal)"
+    )
     args = parser.parse_args(argv)
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="redfish-lab-"))
     lab = RedfishLab(
         parse_bmcs(args.bmcs), host=args.host, port=args.port, delay_scale=args.delay_scale, state_dir=state_dir
     )
     lab.start()
+    fleet = None
+    if args.metal_hosts:
+        from lab.metal.fleet import MetalFleet
+        from lab.metal.sandbox import SandboxUnavailable
+
+        try:
+            fleet = MetalFleet(lab.states, state_dir, args.delay_scale).start()
+        except SandboxUnavailable as exc:
+            lab.stop()
+            print(f"redfish: --metal-hosts: {exc}", file=sys.stderr)
+            return 2
+        lab.extra_control = fleet.control
     (state_dir / "redfish-bmcs.json").write_text(json.dumps(lab.describe(), indent=2))
-    serve_until_signalled(lab.stop)
+
+    def _shutdown() -> None:
+        if fleet is not None:
+            fleet.stop()
+        lab.stop()
+
+    serve_until_signalled(_shutdown)
     return 0
 
 
