@@ -168,7 +168,7 @@ SPEC_FUNCTIONS: list[tuple[str, Callable[[], dict[str, Any]]]] = [
 ]
 
 
-@pytest.mark.parametrize(("label", "function"), SPEC_FUNCTIONS, ids=[label for label, _ in SPEC_FUNCTIONS])
+@pytest.mark.parametrize(("label", "function"), SPEC_FUNCTIONS, ids=[label for label, _unused in SPEC_FUNCTIONS])
 def test_every_call_returns_a_fresh_spec(label: str, function: Callable[[], dict[str, Any]]) -> None:
     """A caller may change what it got (add a default, drop an option) without changing the next caller's."""
     first = function()
