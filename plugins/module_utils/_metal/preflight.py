@@ -22,8 +22,10 @@ Three stages, each only when the one before found nothing (a typo must not cost 
    pool need three free matching hosts. A pinned ``host`` another cluster holds, or a release of a host another
    cluster holds, is a problem.
 3. The installer ISOs: downloaded once into the cache ``boot_iso`` uses (``<sha256>.iso``) and verified, so a
-   checksum mismatch or an unreachable URL fails here and the later ``boot_iso`` finds the ISO cached. In check
-   mode nothing is downloaded: a cached or local ISO is verified, a remote one is asked for its headers only.
+   checksum mismatch or an unreachable URL fails here and the later ``boot_iso`` finds the ISO cached. An ISO
+   already in the cache is not fetched again, exactly as ``boot_iso`` would not (the cache holds verified ISOs
+   only, under their sha256). In check mode nothing is downloaded: a cached or local ISO is verified, a remote
+   one is asked for its headers only.
 
 Nothing is written anywhere but the ISO cache: no Lease, no BMC request other than GETs, no ISO built.
 """
