@@ -30,7 +30,8 @@ description:
     would need C(force)). The host a C(redfish) cluster holds or would get must have a C(root_disk)."
   - "Finally the installer ISOs: each distinct URL is downloaded once into O(iso_cache_dir), the cache
     C(boot_iso) reads (C(<sha256>.iso)), and verified, so an unreachable URL or a checksum mismatch fails here
-    and the later C(boot_iso) finds the ISO cached. A C(file://) URL or an absolute path is verified in place."
+    and the later C(boot_iso) finds the ISO cached. An ISO already cached under its sha256 is not fetched again
+    (nor would C(boot_iso) fetch it). A C(file://) URL or an absolute path is verified in place."
   - Clusters with C(state=absent) are checked for their name, pool and claim only.
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
