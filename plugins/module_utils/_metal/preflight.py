@@ -79,6 +79,7 @@ class Pool:
     entry_index: dict[str, int] = field(default_factory=dict)  # host name -> index in the pool's hosts list
     root_disks: dict[str, dict[str, str]] = field(default_factory=dict)  # host name -> {wwn|serial: value}
     listed: int = 0  # entries in the inventory, valid or not
+    names: set[str] = field(default_factory=set)  # the names of all entries, valid or not
 
     def host(self, name: str) -> Host | None:
         return next((h for h in self.hosts if h.name == name), None)
@@ -231,6 +232,8 @@ def check_pools(problems: list[Problem], value: Any) -> dict[str, Pool]:
         pools[name] = pool
         for host_index, raw in enumerate(hosts):
             at = f"{where}.hosts[{host_index}]"
+            if isinstance(raw, Mapping):
+                pool.names.add(_text(raw.get("name")))
             if not isinstance(raw, Mapping):
                 problems.append(Problem(at, "must be a mapping with name, bmc_url, username, password, boot_mac"))
                 continue
@@ -375,7 +378,7 @@ def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any]
         problems.append(
             Problem(f"{where}.pool", f"pool {cluster.pool!r} has no hosts; add the BMCs to group pool_{cluster.pool}")
         )
-    if pool is not None and cluster.host and cluster.host not in pool.entry_index and pool.listed:
+    if pool is not None and cluster.host and cluster.host not in pool.names and pool.listed:
         problems.append(Problem(f"{where}.host", f"{cluster.host!r} is not one of the hosts of pool {cluster.pool!r}"))
     if cluster.state == "absent" and cluster.protected:
         problems.append(

@@ -212,6 +212,11 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     ("gpu count zero", _set("clusters.0.requirements", {"gpu_count": 0}), ["clusters[0].requirements.gpu_count"]),
     ("pinned host not in pool", _set("clusters.0.host", "r9"), ["clusters[0].host"]),
+    (
+        "pinned host with a bad entry",
+        lambda inv: (_set("clusters.0.host", "r2")(inv), _set("pools.0.hosts.1.boot_mac", "bad")(inv)),
+        ["pools.lab.hosts[1].boot_mac"],
+    ),
     ("no clusters", lambda inv: inv.update(clusters=[]), ["clusters"]),
 ]
 
