@@ -112,7 +112,12 @@ def _describe(counts: Counter[str]) -> str:
 
 
 def choose_gpus(
-    declared: list[GpuSpec], observed: list[GpuSpec] | None, problems: list[Problem], warnings: list[Problem]
+    declared: list[GpuSpec],
+    observed: list[GpuSpec] | None,
+    problems: list[Problem],
+    warnings: list[Problem],
+    *,
+    given: bool = False,
 ) -> tuple[list[GpuSpec], str]:
     """The GPUs to decide for and where they came from (``bmc`` or ``gpus``); a mismatch is a problem."""
     if observed:
@@ -136,7 +141,7 @@ def choose_gpus(
                 INPUT,
             )
         )
-    if not declared:
+    if not declared and not given:  # entries given but all invalid are already problems of their own
         problems.append(
             Problem(
                 "gpus",
@@ -179,7 +184,7 @@ def evaluate(params: Mapping[str, Any], observation: BmcObservation | None) -> d
     )
     declared = declared_gpus(params.get("gpus") or [], problems)
     observed = observed_gpus(observation.devices, problems) if observation else None
-    gpus, gpus_from = choose_gpus(declared, observed, problems, warnings)
+    gpus, gpus_from = choose_gpus(declared, observed, problems, warnings, given=bool(params.get("gpus")))
     result: dict[str, Any] = {
         "kernel_module_type_requested": params.get("kernel_module_type") or "auto",
         "driver_version": str(driver) if driver else params["driver_version"],

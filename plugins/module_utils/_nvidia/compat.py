@@ -243,9 +243,9 @@ def _open_unsupported(target: Target, decision: Decision) -> tuple[str, str, Pro
         f"{names}: the open module does not support it",
         Problem(
             "kernel_module_type",
-            f"open was asked, but {names} runs only with the proprietary module (the open one supports Turing "
-            "and later; the installer would warn that the GPU is 'not expected to work' and no GPU would initialise)",
-            f"set kernel_module_type=proprietary (or auto) and a driver <= {last}.x",
+            f"{names} needs kernel_module_type=proprietary and a driver <= {last}.x: the open module supports "
+            "Turing and later only (the installer warns the GPU is 'not expected to work', and it does not initialise)",
+            f"set kernel_module_type=proprietary (or auto) and use a driver <= {last}.x",
         ),
     )
 
