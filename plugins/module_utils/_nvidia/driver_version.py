@@ -66,11 +66,13 @@ class DriverVersion:
     branch: int
     minor: int | None = None
     patch: int | None = None
+    # As written: NVIDIA pads the patch level ("590.48.01"), which the installer's file name keeps.
+    text: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         if self.minor is None:
             return f"{self.branch}.x"
-        return ".".join(str(p) for p in (self.branch, self.minor, self.patch) if p is not None)
+        return self.text or ".".join(str(p) for p in (self.branch, self.minor, self.patch) if p is not None)
 
     @property
     def exact(self) -> bool:
@@ -90,7 +92,7 @@ def parse_version(text: str) -> DriverVersion:
         if patch is not None:
             raise DriverTextError(f"{text!r}: a branch written as {branch}.x has no patch level")
         return DriverVersion(int(branch))
-    return DriverVersion(int(branch), int(minor), int(patch) if patch is not None else None)
+    return DriverVersion(int(branch), int(minor), int(patch) if patch is not None else None, text=str(text).strip())
 
 
 def version_from_installer(name: str) -> DriverVersion:

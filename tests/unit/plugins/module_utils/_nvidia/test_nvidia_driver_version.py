@@ -109,14 +109,14 @@ def test_parse_version_refuses_with_the_expected_form(text: str) -> None:
 
 def test_versions_order_and_print() -> None:
     assert parse_version("580.126.20") < parse_version("580.126.21") < parse_version("590.48.01")
-    assert (str(parse_version("580")), str(parse_version("580.65.06"))) == ("580.x", "580.65.6")
+    assert (str(parse_version("580")), str(parse_version("580.65.06"))) == ("580.x", "580.65.06")
 
 
 @pytest.mark.parametrize(
     ("name", "version"),
     [
         ("NVIDIA-Linux-x86_64-580.126.20.run", "580.126.20"),
-        ("https://download.example/NVIDIA-Linux-x86_64-580.178.04.run", "580.178.4"),
+        ("https://download.example/NVIDIA-Linux-x86_64-580.178.04.run", "580.178.04"),
         ("/tmp/NVIDIA-Linux-aarch64-570.86.15.run", "570.86.15"),
     ],
 )
@@ -133,7 +133,7 @@ def test_version_from_installer_refuses_other_files() -> None:
     ("text", "version", "flavour", "arch"),
     [
         (PROC_PROPRIETARY, "580.126.20", "proprietary", "x86_64"),
-        (PROC_OPEN, "590.48.1", "open", "x86_64"),
+        (PROC_OPEN, "590.48.01", "open", "x86_64"),
         (PROC_AARCH64_OPEN, "570.86.15", "open", "aarch64"),
     ],
 )
@@ -159,7 +159,7 @@ def test_parse_smi() -> None:
 
 def test_parse_smi_older_banner_and_truncated_name() -> None:
     report = parse_smi(SMI_OLD_BANNER)
-    assert str(report.driver_version) == "535.54.3"
+    assert str(report.driver_version) == "535.54.03"
     assert [(g.name, g.memory_total_mib) for g in report.gpus] == [("NVIDIA A100-SXM...", 40960)]
 
 
