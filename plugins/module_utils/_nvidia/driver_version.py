@@ -21,7 +21,7 @@ Formats, as NVIDIA documents and prints them:
   couldn't communicate with the NVIDIA driver``.
 * ``nvidia-smi -q -x``: the XML document ``nvidia_smi_log`` (DTD ``nvsmi_device_v*.dtd`` shipped with
   the driver): ``driver_version``, ``cuda_version``, ``attached_gpus`` and one ``gpu`` element per GPU
-  (``product_name``, ``product_architecture``, ``pci/pci_device_id`` as ``0x<device><vendor>``,
+  (``product_name``, ``product_architecture``, ``pci/pci_device_id`` as ``<device><vendor>`` in hex,
   ``fb_memory_usage/total``, ``bar1_memory_usage/total``, ``gsp_firmware_version``).
 * ``nvidia-smi --query-gpu=<fields> --format=csv,noheader[,nounits]``: one comma-separated line per GPU.
 """
@@ -223,6 +223,13 @@ def _mib(value: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _device_id(value: str | None) -> str | None:
+    """The PCI device id of nvidia-smi's ``pci_device_id``: device then vendor, 8 hex digits, written
+    ``233510DE`` in ``-q -x`` (driver 580) and ``0x233510DE`` by ``--query-gpu=pci.device_id``."""
+    match = re.fullmatch(r"(?:0x)?([0-9a-f]{4})([0-9a-f]{4})", (value or "").strip().lower())
+    return match.group(1) if match else None
+
+
 def parse_smi_xml(text: str) -> SmiReport:
     """Parse ``nvidia-smi -q -x``."""
     _smi_failure(text)
@@ -246,8 +253,7 @@ def parse_smi_xml(text: str) -> SmiReport:
                 bus_id=gpu.get("id", ""),
                 memory_total_mib=_mib(_text(gpu, "fb_memory_usage/total")),
                 architecture=_text(gpu, "product_architecture"),
-                # "0x1DB610DE": device id, then vendor id
-                pci_device_id=device[2:6].lower() if device and device.lower().startswith("0x") else None,
+                pci_device_id=_device_id(device),
                 bar1_total_mib=_mib(_text(gpu, "bar1_memory_usage/total")),
                 gsp_firmware_version=_text(gpu, "gsp_firmware_version"),
             )

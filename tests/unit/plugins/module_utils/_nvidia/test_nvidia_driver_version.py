@@ -76,7 +76,7 @@ SMI_XML = """\
     <minor_number>0</minor_number>
     <gsp_firmware_version>N/A</gsp_firmware_version>
     <pci>
-      <pci_device_id>0x1DB610DE</pci_device_id>
+      <pci_device_id>1DB610DE</pci_device_id>
     </pci>
     <fb_memory_usage><total>32768 MiB</total><used>0 MiB</used></fb_memory_usage>
     <bar1_memory_usage><total>32768 MiB</total></bar1_memory_usage>
@@ -216,6 +216,7 @@ def test_parse_smi_query() -> None:
 
 
 # ---------------------------------------------------------------------- real captures (see fixtures/nvidia/README.md)
+QUERY_FIELDS = ["name", "driver_version", "memory.total", "pci.device_id"]
 CAPTURES = sorted(p for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
 
 
@@ -239,10 +240,15 @@ def test_captured_outputs_agree(capture: Path) -> None:
             assert lookup(gpu.name).architecture == gpu.architecture or gpu.architecture is None
             if gpu.pci_device_id:
                 assert lookup(f"0x{gpu.pci_device_id}").architecture == lookup(gpu.name).architecture
-    assert versions, f"{capture}: none of proc-version.txt, nvidia-smi.txt, nvidia-smi-q.xml"
+    if (capture / "query.csv").is_file():  # --query-gpu=name,driver_version,memory.total,pci.device_id
+        rows = parse_smi_query((capture / "query.csv").read_text(), QUERY_FIELDS)
+        versions["query"] = parse_version(rows[0]["driver_version"])
+        names["query"] = [row["name"] for row in rows]
+        for row in rows:
+            assert lookup(row["pci.device_id"][:6]).architecture == lookup(row["name"]).architecture
+    assert versions, f"{capture}: none of proc-version.txt, nvidia-smi.txt, nvidia-smi-q.xml, query.csv"
     assert len(set(versions.values())) == 1, f"{capture}: the outputs disagree on the driver: {versions}"
-    if "smi" in names and "xml" in names:
-        assert len(names["smi"]) == len(names["xml"])
+    assert len({len(found) for found in names.values()}) <= 1, f"{capture}: GPU counts differ: {names}"
     expected_file = capture / "expected.yml"
     if expected_file.is_file():
         expected = yaml.safe_load(expected_file.read_text())
