@@ -7,6 +7,7 @@ through the ``nvidia`` action group, nested ``bmc`` options, check mode, and a r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -90,6 +91,10 @@ def test_module_through_ansible(playbook: Callable[..., Any], lab: RedfishLab) -
             FQ + "gpu_driver_check": {"boot_mode": "UEFI", "bmc": {**BMC, "bmc_url": lab.url("idrac8-bad")}},
             "ignore_errors": True,
         },
+        {
+            "name": "generic",
+            FQ + "gpu_driver_check": {"boot_mode": "UEFI", "bmc": {**BMC, "bmc_url": lab.url("generic")}},
+        },
         {"name": "no gpus", FQ + "gpu_driver_check": {}, "ignore_errors": True},
     ]
     play = {
@@ -112,6 +117,9 @@ def test_module_through_ansible(playbook: Callable[..., Any], lab: RedfishLab) -
     assert ok["nvidia"]["gpus"][0]["count"] == 2
     assert ok["requests"] > 0
     assert "calvin" not in str(ok)
+    generic = run.task("generic")  # no standard name for MMIO above 4 GB: a warning to the operator
+    assert generic.get("failed") is not True, generic
+    assert "memory-mapped I/O above 4 GB" in json.dumps(generic.get("warnings"))
     bad = run.task("idrac8 bad")
     assert bad["failed"] is True
     assert {p["field"] for p in bad["error"]["problems"]} == {
