@@ -11,8 +11,9 @@ options:
   driver_version:
     description:
       - The NVIDIA driver, C(<branch>.<minor>[.<patch>]) such as V(580.126.20), or only its branch (V(580) or
-        V(580.x)) when the release is not chosen yet. The branch decides which GPUs it supports (580 is the last
-        branch with Pascal and Volta).
+        V(580.x)) when the release is not chosen yet, or the C(.run) installer's file name or URL
+        (C(https://.../NVIDIA-Linux-x86_64-580.126.20.run)), whose version is used.
+      - The branch decides which GPUs it supports (580 is the last branch with Pascal and Volta).
     type: str
     required: true
   kernel_module_type:

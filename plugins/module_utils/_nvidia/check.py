@@ -26,7 +26,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._redfish.sess
 )
 
 from .compat import BiosFacts, CompatibilityError, Decision, GpuSpec, Problem, Target, decide, parse_kernel
-from .driver_version import DriverTextError, DriverVersion, parse_version
+from .driver_version import DriverTextError, DriverVersion, parse_driver
 from .gpus import PCI_VENDOR_NVIDIA, UnknownGpu, lookup
 
 INPUT = "input"  # the ``rule`` of a problem with an option itself, not with a combination
@@ -177,7 +177,11 @@ def evaluate(params: Mapping[str, Any], observation: BmcObservation | None) -> d
     problems: list[Problem] = []
     warnings: list[Problem] = []
     driver: DriverVersion | None = _parse(
-        "driver_version", parse_version, params["driver_version"], "write it as 580.126.20 or 580", problems
+        "driver_version",
+        parse_driver,
+        params["driver_version"],
+        "write it as 580.126.20, 580, or the installer's URL (.../NVIDIA-Linux-x86_64-580.126.20.run)",
+        problems,
     )
     kernel = _parse(
         "kernel_version", parse_kernel, params.get("kernel_version"), "give uname -r of the installed OS", problems

@@ -103,6 +103,12 @@ def version_from_installer(name: str) -> DriverVersion:
     return parse_version(match.group(2))
 
 
+def parse_driver(text: str) -> DriverVersion:
+    """What a user may write for a driver: a version or branch, or the ``.run`` installer's name or URL."""
+    value = str(text).strip()
+    return version_from_installer(value) if value.endswith(".run") else parse_version(value)
+
+
 @dataclass(frozen=True)
 class LoadedModule:
     """What ``/proc/driver/nvidia/version`` says: the loaded kernel module's version and flavour."""

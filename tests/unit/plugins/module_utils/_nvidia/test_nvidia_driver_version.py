@@ -15,6 +15,7 @@ import yaml
 from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.driver_version import (
     DriverTextError,
     DriverVersion,
+    parse_driver,
     parse_proc_version,
     parse_smi,
     parse_smi_query,
@@ -122,6 +123,18 @@ def test_versions_order_and_print() -> None:
 )
 def test_version_from_installer(name: str, version: str) -> None:
     assert str(version_from_installer(name)) == version
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("580.126.20", "580.126.20"),
+        ("580", "580.x"),
+        ("https://x.example/d/NVIDIA-Linux-x86_64-580.126.20.run", "580.126.20"),
+    ],
+)
+def test_parse_driver_takes_a_version_or_the_installer(text: str, version: str) -> None:
+    assert str(parse_driver(text)) == version
 
 
 def test_version_from_installer_refuses_other_files() -> None:
