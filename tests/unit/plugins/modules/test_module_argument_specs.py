@@ -28,6 +28,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.args 
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import kube_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.args import nvidia_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import vultr_argument_spec
 
@@ -42,6 +43,7 @@ PLATFORM_SPECS: list[tuple[Callable[[], dict[str, Any]], str]] = [
     (redfish_argument_spec, "redfish"),
     (kube_argument_spec, "kube"),
     (modelplane_argument_spec, "modelplane"),
+    (nvidia_argument_spec, "nvidia"),
 ]
 
 # Option names that carry a credential: always no_log=True (Ansible only guesses for "pass*").
