@@ -188,7 +188,7 @@ options:
     type: int
     default: 30
   iso_cache_dir:
-    description: Where installer ISOs are downloaded to, named by their sha256 (C(boot_iso)'s O(cache_dir)).
+    description: Where installer ISOs are downloaded to, named by their sha256 (the O(metalplane.inference.boot_iso#module:cache_dir) of M(metalplane.inference.boot_iso)).
     type: path
     default: ~/.cache/metalplane/isos
   iso_validate_certs:
