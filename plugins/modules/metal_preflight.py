@@ -188,7 +188,9 @@ options:
     type: int
     default: 30
   iso_cache_dir:
-    description: Where installer ISOs are downloaded to, named by their sha256 (the O(metalplane.inference.boot_iso#module:cache_dir) of M(metalplane.inference.boot_iso)).
+    description:
+      - Where installer ISOs are downloaded to, named by their sha256.
+      - The same directory as O(metalplane.inference.boot_iso#module:cache_dir).
     type: path
     default: ~/.cache/metalplane/isos
   iso_validate_certs:
