@@ -65,3 +65,18 @@ def longhorn_replicas(node_count: int, override: int = 0) -> int:
     if override > 0:
         return override
     return max(min(node_count, 3), 1)
+
+
+def storage_class_claims(pvcs: list[Mapping[str, Any]], class_name: str) -> list[str]:
+    """``namespace/name`` of each PersistentVolumeClaim of StorageClass ``class_name``, in listing order.
+
+    Only ``spec.storageClassName`` counts: a claim without one gets the cluster's default class, and the
+    class the ``longhorn_rwx`` role renders carries no default-class annotation. Any claim listed makes
+    the role refuse to remove the class (its volumes would lose their data).
+    """
+    out = []
+    for pvc in pvcs:
+        if (pvc.get("spec") or {}).get("storageClassName") == class_name:
+            meta = pvc.get("metadata") or {}
+            out.append(f"{meta.get('namespace', '')}/{meta.get('name')}")
+    return out

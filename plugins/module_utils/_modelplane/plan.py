@@ -152,6 +152,32 @@ def class_sources(pools: list[dict[str, Any]], explicit: Mapping[str, Any]) -> d
     return sources
 
 
+def inventory_plan(
+    node_pools_option: Any, classes_option: Any, gpu_inventory: Any, *, dry_run: bool, labelled: bool
+) -> dict[str, Any]:
+    """What the ``modelplane_adopt`` role must inventory before this module runs, from the same options.
+
+    - ``generated_classes``: the classes the pools use that ``classes`` does not give (``class_sources``,
+      in pool order), which this module will generate from the GPU inventory;
+    - ``inventory_pools``: the pools whose nodes ``gpu_ready`` must inventory for them; none when the
+      caller gives ``gpu_inventory``, or when the run cannot plan them;
+    - ``unplannable``: a dry run that sets the pools' node labels (``labelled``) does not set them, so an
+      inventory read by pool label cannot see those nodes: with no inventory given, classes generated from
+      them cannot be planned, and the adoption is not attempted.
+    """
+    pools = node_pools(node_pools_option)
+    given = {str(c.get("name")) for c in classes_option or [] if isinstance(c, Mapping)}
+    sources = class_sources(pools, dict.fromkeys(given))
+    has_inventory = gpu_inventory not in (None, {}, [])
+    unplannable = bool(dry_run and labelled and sources and not has_inventory)
+    to_inventory = [] if has_inventory or unplannable else [str(p["name"]) for p in pools if p["className"] in sources]
+    return {
+        "generated_classes": list(sources),
+        "inventory_pools": list(dict.fromkeys(to_inventory)),
+        "unplannable": unplannable,
+    }
+
+
 def generated_classes(
     sources: Mapping[str, list[str]], grouped: Mapping[str, Mapping[str, Mapping[str, Any]]]
 ) -> dict[str, dict[str, Any]]:

@@ -33,7 +33,13 @@ POOL_LABEL_KEY = "modelplane.ai/pool"  # node label Modelplane selects pools by
 GPU_LABEL_KEY = "modelplane.ai/gpu"  # node label naming the GPU model of a GPU pool
 GPU_TAINT = ("nvidia.com/gpu", "true", "NoSchedule")  # keeps non-GPU pods off GPU nodes
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# A VKE label (cluster or pool): the vke_cluster role also uses a cluster's label as a file name, so no '/'.
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def is_vke_label(value: str) -> bool:
+    """1-63 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit."""
+    return bool(_LABEL_RE.fullmatch(value))
 
 
 @dataclass(frozen=True, order=True)
@@ -116,7 +122,7 @@ def pool_spec_from_params(
     ``need_plan=False`` is for ``state: absent``, where only the label and tag matter.
     """
     label = (params.get("label") or "").strip()
-    if not _LABEL_RE.match(label):
+    if not is_vke_label(label):
         raise InputError(f"{prefix}label", f"{label!r} is not a valid pool label (letters, digits, '.', '_', '-')")
     plan = (params.get("plan") or "").strip()
     if not plan and need_plan:

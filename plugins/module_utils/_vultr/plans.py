@@ -36,6 +36,10 @@ _ID_RE = re.compile(
 )
 
 
+# Only the model token, for ids the full pattern does not read (a model is always followed by a '-').
+_MODEL_RE = re.compile(r"^vcg-(?P<model>[a-z0-9]+)-", re.IGNORECASE)
+
+
 def is_gpu_plan(plan_id: str) -> bool:
     return plan_id.lower().startswith(GPU_PLAN_PREFIX)
 
@@ -51,6 +55,12 @@ def parse_plan_id(plan_id: str) -> dict[str, Any] | None:
         "ram_gb": int(match["ram"]),
         "gpu_vram_gb": int(match["vram"]),
     }
+
+
+def plan_id_gpu_model(plan_id: str) -> str | None:
+    """The GPU model a ``vcg-<model>-...`` id names (lower-cased), or None when it names none."""
+    match = _MODEL_RE.match(plan_id.strip())
+    return match["model"].lower() if match else None
 
 
 def gpu_model_from_type(gpu_type: str | None) -> str | None:

@@ -19,14 +19,15 @@ VPC (same ``vpc_id``, same subnet).
 
 The split: ``check_inventory`` is pure (shape, counts, names, networks) and unit-tested;
 ``check_catalog`` compares the inventory with what the API reports, also pure; ``run_vke_preflight``
-fetches and glues.
+fetches and glues. The pool rules (``check_pool_list``, ``check_pool``) are also the vke_cluster role's
+input checks (``role_checks.py``), so a pool the role accepts is one this preflight accepts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -44,10 +45,10 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.c
 )
 
 from .args import client_from_params
-from .cluster import find_by_label
+from .cluster import SYSTEM_POOL_DEFAULTS, find_by_label
 from .cluster_ops import list_clusters
 from .node_pool import is_generation_of
-from .plans import describe_gpu_plan
+from .plans import describe_gpu_plan, plan_id_gpu_model
 from .versions import resolve_version
 
 # typing.Union, not "|": pylint (ansible-test sanity) rejects "|" between classes outside annotations.
@@ -60,8 +61,22 @@ VKE_POD_SUBNET = "10.244.0.0/16"
 VKE_SERVICE_SUBNET = "10.96.0.0/12"
 STATES = ("present", "absent")
 CLUSTER_KEYS = ("name", "state", "region", "version", "vpc_id", "vpc_only", "gpu_pools", "networks")
-POOL_KEYS = ("name", "plan", "gpu", "node_quantity", "min_nodes", "max_nodes", "labels", "taints", "class_name")
+# The keys of a vke_cluster_gpu_pools entry (the vke_cluster role's argument spec), also the site inventory's.
+POOL_KEYS = (
+    "name",
+    "plan",
+    "gpu",
+    "node_quantity",
+    "min_nodes",
+    "max_nodes",
+    "labels",
+    "taints",
+    "class_name",
+    "replace",
+)
 GPU_KEYS = ("type", "count")
+# vke_cluster creates the system pool inline with this label, so no GPU pool may take it.
+SYSTEM_POOL_LABEL = str(SYSTEM_POOL_DEFAULTS["label"])
 # A VKE label and an InferenceCluster name at once: a DNS label (RFC 1123).
 DNS_LABEL_MAX = 63
 _DNS_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -108,6 +123,8 @@ def _check_gpu(problems: list[Problem], where: str, gpu: Any) -> None:
     _unknown_keys(problems, where, gpu, GPU_KEYS)
     if not gpu.get("type"):
         problems.append(Problem(f"{where}.type", "is required (the GPU model, for example L40S or A16)"))
+    elif not gpu_model(gpu["type"]):
+        problems.append(Problem(f"{where}.type", f"{gpu['type']!r} names no GPU model (for example L40S or A16)"))
     _int(problems, f"{where}.count", gpu.get("count", 1), 1, 16)
 
 
@@ -187,18 +204,44 @@ def _check_overlaps(
     declared.extend((where, cluster.get("vpc_id"), net) for net in nets)
 
 
+def check_pool_list(
+    problems: list[Problem],
+    where: str,
+    pools: list[Any],
+    pool_where: Callable[[int, Any], str],
+    also: Callable[[list[Problem], str, Mapping[str, Any]], None] | None = None,
+) -> None:
+    """The pools of one cluster: how many, unique names that are not the system pool's, and each pool.
+
+    ``where`` names the list, ``pool_where(index, pool)`` one of its pools; the site inventory and the
+    vke_cluster role name them differently, the rules are the same. ``also`` adds a check per pool
+    (after ``check_pool``), so a pool's problems stay together.
+    """
+    if len(pools) > MAX_NODE_POOLS:
+        problems.append(Problem(where, f"at most {MAX_NODE_POOLS} pools (Modelplane's limit)"))
+    names = [p.get("name") for p in pools if isinstance(p, Mapping)]
+    for dup in sorted({n for n in names if n and names.count(n) > 1}):
+        problems.append(Problem(where, f"pool names must be unique: {dup!r} is used twice"))
+    if SYSTEM_POOL_LABEL in names:
+        problems.append(
+            Problem(where, f"{SYSTEM_POOL_LABEL!r} is the label of the system pool vke_cluster creates; use another")
+        )
+    for index, pool in enumerate(pools):
+        check_pool(problems, pool_where(index, pool), pool)
+        if also is not None and isinstance(pool, Mapping):
+            also(problems, pool_where(index, pool), pool)
+
+
 def _check_pools(problems: list[Problem], where: str, pools: Any) -> None:
     if not isinstance(pools, list) or not pools:
         problems.append(Problem(f"{where}.gpu_pools", "must list at least one GPU pool for a present cluster"))
         return
-    if len(pools) > MAX_NODE_POOLS:
-        problems.append(Problem(f"{where}.gpu_pools", f"at most {MAX_NODE_POOLS} pools (Modelplane's limit)"))
-    names = [p.get("name") for p in pools if isinstance(p, Mapping)]
-    for dup in sorted({n for n in names if n and names.count(n) > 1}):
-        problems.append(Problem(f"{where}.gpu_pools", f"pool name {dup!r} is used twice"))
-    for index, pool in enumerate(pools):
+
+    def pool_where(index: int, pool: Any) -> str:
         label = pool.get("name") if isinstance(pool, Mapping) and pool.get("name") else index
-        check_pool(problems, f"{where}.gpu_pools[{label}]", pool)
+        return f"{where}.gpu_pools[{label}]"
+
+    check_pool_list(problems, f"{where}.gpu_pools", pools, pool_where)
 
 
 def check_inventory(clusters: Any, reserved_networks: Any = None) -> list[Problem]:
@@ -234,10 +277,39 @@ def check_inventory(clusters: Any, reserved_networks: Any = None) -> list[Proble
     return problems
 
 
-def _model(value: Any) -> str:
-    """``NVIDIA L40S`` / ``l40s`` / ``A16`` -> ``l40s`` / ``a16``: how plans name the model."""
+def gpu_model(value: Any) -> str:
+    """``NVIDIA L40S`` / ``NVIDIA_L40S`` / ``l40s`` / ``A16`` -> ``l40s`` / ``a16``: how plans name the model.
+
+    Also the value of the ``modelplane.ai/gpu`` node label the vke_cluster role gives a pool.
+    """
     text = str(value).lower().replace("nvidia", "").replace("amd", "")
     return "".join(ch for ch in text if ch.isalnum())
+
+
+def gpu_type_problem(gpu_type: Any, plan_id: Any, plan_model: str | None) -> str | None:
+    """Why ``gpu.type`` does not name ``plan_model``, the GPU model of plan ``plan_id``; None when it does.
+
+    An unknown plan model (``None`` or empty) cannot be contradicted, and a type that names no model is
+    ``check_pool``'s problem.
+    """
+    if not gpu_model(gpu_type or "") or not plan_model or gpu_model(gpu_type) == plan_model:
+        return None
+    return f"{gpu_type!r} does not match {plan_id} (a {plan_model} plan)"
+
+
+def check_plan_id(problems: list[Problem], where: str, pool: Mapping[str, Any]) -> None:
+    """``gpu.type`` against the GPU model the plan id names (``vcg-<model>-...``), with no request.
+
+    The catalogue's model (``check_catalog``) is the authority; this is the check that needs no
+    credentials, for the vke_cluster role's own validation.
+    """
+    gpu = pool.get("gpu")
+    plan = pool.get("plan")
+    if not isinstance(gpu, Mapping) or not plan:
+        return
+    wrong = gpu_type_problem(gpu.get("type"), plan, plan_id_gpu_model(str(plan)))
+    if wrong:
+        problems.append(Problem(f"{where}.gpu.type", wrong))
 
 
 def check_catalog(clusters: list[Mapping[str, Any]], catalog: Catalog) -> list[Problem]:
@@ -283,8 +355,8 @@ def check_catalog(clusters: list[Mapping[str, Any]], catalog: Catalog) -> list[P
             if not exists and plan_id not in catalog.available.get(str(region), set()):
                 problems.append(Problem(f"{where}.plan", f"{plan_id} is not available in {region}"))
             gpu = pool.get("gpu") or {}
-            if gpu.get("type") and plan.get("gpu_model") and _model(gpu["type"]) != plan["gpu_model"]:
-                wrong = f"{gpu['type']!r} does not match {plan_id} (a {plan['gpu_model']} plan)"
+            wrong = gpu_type_problem(gpu.get("type"), plan_id, plan.get("gpu_model"))
+            if wrong:
                 problems.append(Problem(f"{where}.gpu.type", wrong))
             count = gpu.get("count", 1)
             if plan.get("gpu_count") and str(count).isdigit() and int(count) != plan["gpu_count"]:

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.metalplane.inference.plugins.filter.storage_class import FilterModule
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.storage_class import (
     longhorn_replicas,
+    storage_class_claims,
     storage_class_definition,
     storage_class_drift,
 )
@@ -103,3 +104,27 @@ def test_longhorn_replicas(nodes: int, override: int, replicas: int) -> None:
 @pytest.mark.parametrize(("nodes", "override", "replicas"), [("2", "0", 2), (4, None, 3), ("1", "2", 2)])
 def test_replicas_filter_takes_what_jinja_hands_over(nodes: Any, override: Any, replicas: int) -> None:
     assert FilterModule().filters()["longhorn_replicas"](nodes, override) == replicas
+
+
+def pvc(namespace: str, name: str, class_name: str | None) -> dict[str, Any]:
+    spec = {} if class_name is None else {"storageClassName": class_name}
+    return {"metadata": {"namespace": namespace, "name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("pvcs", "claims"),
+    [
+        ([], []),
+        ([pvc("ml", "cache", "rwx")], ["ml/cache"]),
+        # another class, and a claim with no class (the cluster's default class), are not ours
+        ([pvc("ml", "a", "standard"), pvc("ml", "b", None), pvc("ops", "c", "rwx")], ["ops/c"]),
+        # listing order, every namespace
+        ([pvc("z", "z", "rwx"), pvc("a", "a", "rwx")], ["z/z", "a/a"]),
+        # a name that only starts like the class is another class
+        ([pvc("ml", "cache", "rwx-old")], []),
+    ],
+    ids=["none", "one", "only-the-class", "listing-order", "prefix-is-not-the-class"],
+)
+def test_storage_class_claims(pvcs: list[dict[str, Any]], claims: list[str]) -> None:
+    assert storage_class_claims(pvcs, "rwx") == claims
+    assert FilterModule().filters()["storage_class_claims"](pvcs, "rwx") == claims

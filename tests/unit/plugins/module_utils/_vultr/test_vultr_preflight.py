@@ -64,7 +64,8 @@ def fields(problems: list[Any]) -> list[str]:
 
 
 def test_a_sound_inventory_has_no_problem() -> None:
-    clusters = [cluster(), cluster("ewr-2", networks=["10.41.0.0/20"])]
+    # replace and class_name are vke_cluster_gpu_pools keys the playbooks pass through
+    clusters = [pool_change(0, replace=True, class_name="l40s"), cluster("ewr-2", networks=["10.41.0.0/20"])]
     assert check_inventory(clusters, ["10.8.0.0/16"]) == []
     assert check_catalog(clusters, CATALOG) == []
 
@@ -84,8 +85,10 @@ def test_a_sound_inventory_has_no_problem() -> None:
         ([pool_change(0, plan="vc2-4c-8gb")], None, "ewr-1.gpu_pools[l40s-1x].plan", "not a GPU plan"),
         ([pool_change(0, name="L40S_Pool")], None, "ewr-1.gpu_pools[L40S_Pool].name", "DNS label"),
         ([pool_change(1, name="l40s-1x")], None, "ewr-1.gpu_pools", "used twice"),
+        ([pool_change(1, name="system")], None, "ewr-1.gpu_pools", "the system pool"),
         ([pool_change(0, gpu="L40S")], None, "ewr-1.gpu_pools[l40s-1x].gpu", "mapping"),
         ([pool_change(0, gpu={"count": 1})], None, "ewr-1.gpu_pools[l40s-1x].gpu.type", "required"),
+        ([pool_change(0, gpu={"type": "NVIDIA", "count": 1})], None, "ewr-1.gpu_pools[l40s-1x].gpu.type", "no GPU"),
         ([pool_change(0, gpu={"type": "L40S", "count": 0})], None, "ewr-1.gpu_pools[l40s-1x].gpu.count", "between"),
         ([pool_change(0, node_quantity=0)], None, "ewr-1.gpu_pools[l40s-1x].node_quantity", "between 1 and 1000"),
         ([pool_change(0, node_quantity="two")], None, "ewr-1.gpu_pools[l40s-1x].node_quantity", "whole number"),
