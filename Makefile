@@ -184,7 +184,8 @@ lab-down: venv
 	$(LABCTL) down
 
 bench: venv
-	@for bench in tests/bench/bench_*.py; do echo "== $$bench"; $(BIN)/python $$bench; done
+	@for bench in tests/bench/bench_*.py; do name=$$(basename $$bench .py); echo "== $$name"; \
+	  PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m bench.$$name || exit 1; done
 
 # ---------------------------------------------------------------------------------------------
 # Packaging

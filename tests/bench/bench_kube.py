@@ -14,7 +14,7 @@ Variants: kube_ready; k8s_info with its default ``wait_sleep`` (5 s in kubernete
 with ``wait_sleep: 1`` (so a short wait polls more than once). A fresh emulator (new port) serves each
 run, so kubernetes.core's host-keyed discovery cache never goes stale.
 
-Run: ``.venv/bin/python tests/bench/bench_kube.py [--reps 5] [--write docs/benchmarks/kube.md]``.
+Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_kube [--reps 5] [--write docs/benchmarks/kube.md]``.
 Not collected by pytest; tests never assert on wall time.
 """
 
@@ -23,15 +23,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[0] = str(TESTS)
 
 from lab.kube.server import KubeEmulator
 from support.collection import install_collection_finder

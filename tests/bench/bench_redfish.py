@@ -1,6 +1,6 @@
 """Benchmark: HTTP requests and wall time of the Redfish modules vs community.general.redfish_command.
 
-Run: ``.venv/bin/python tests/bench/bench_redfish.py [--rounds N] [--json out.json]``
+Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_redfish [--rounds N] [--json out.json]``
 
 For each personality of the lab emulator (``lab.redfish.server``, delay scale 0, each BMC on its own port
 so that community.general, which only takes ``host[:port]``, can address it) and each operation:
@@ -27,9 +27,6 @@ import statistics
 import sys
 from pathlib import Path
 from typing import Any
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[0:0] = [str(TESTS)]
 
 from integration.redfish.images import ImageServer
 

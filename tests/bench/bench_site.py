@@ -6,7 +6,7 @@ that poll) and not the platform's. Each cluster count gets a fresh lab (``labctl
 inventory generated from inventories/lab with N hosts. Also recorded: the task count per run and the
 Vultr requests (from the emulator's log), so a regression in either shows up next to the time.
 
-Run: ``.venv/bin/python tests/bench/bench_site.py [--clusters 1 10] [--json out.json]``.
+Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_site [--clusters 1 10] [--json out.json]``.
 Not collected by pytest (``bench_*.py``); tests never assert on wall time.
 """
 
@@ -26,9 +26,7 @@ from typing import Any
 import requests
 import yaml
 
-TESTS = Path(__file__).resolve().parents[1]
-REPO = TESTS.parent
-sys.path[0] = str(TESTS)
+REPO = Path(__file__).resolve().parents[2]
 
 from lab.common.emulator import lab_command, lab_environment
 from support.collection import ansible_env

@@ -8,7 +8,7 @@ own schedule, against the first poll that saw it: target within one poll interva
 of a no-op re-run with ``version: latest`` (and ``1.36``) for 0, 2 and 6 GPU pools (target: at
 most 2 requests whatever the number of pools).
 
-Run: ``.venv/bin/python tests/bench/bench_vultr.py [--delay-scale 0.2] [--write docs/benchmarks/vultr.md]``.
+Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_vultr [--delay-scale 0.2] [--write docs/benchmarks/vultr.md]``.
 Not collected by pytest (``bench_*.py``); tests never assert on wall time.
 """
 
@@ -20,9 +20,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[0] = str(TESTS)  # import as ``lab.*``/``support.*``; never shadow vultr-python
 
 from lab.vultr.contract import VultrContract, overlay_available
 from lab.vultr.server import VultrEmulator

@@ -118,3 +118,46 @@ def test_shipped_files_cite_no_outside_documents() -> None:
     assert shipped_files(REPO_ROOT), "no shipped files found: REPO_ROOT is wrong"
     violations = citation_violations(REPO_ROOT)
     assert not violations, "state the fact and cite its upstream source instead:\n" + "\n".join(violations)
+
+
+# Packages run with ``PYTHONPATH=tests python -m <package>.<module>`` (Makefile's LABCTL and bench): they
+# import ``lab.*`` and ``support.*`` as packages, so none of their files edits ``sys.path``.
+PATH_HACK_FREE_DIRS = ("tests/lab", "tests/bench")
+SYS_PATH_EDIT = re.compile(r"\bsys\.path\s*(\[|\.insert|\.append|\.extend|=|\+=)")
+
+
+def sys_path_edits(root: Path) -> list[str]:
+    """``file:line`` of every ``sys.path`` edit under the path-hack-free packages."""
+    found = []
+    for directory in PATH_HACK_FREE_DIRS:
+        for path in sorted((root / directory).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if SYS_PATH_EDIT.search(line):
+                    found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("line", "is_edit"),
+    [
+        ("sys.path[0] = str(TESTS)", True),
+        ("sys.path[0:0] = [str(TESTS)]", True),
+        ("sys.path.insert(0, here)", True),
+        ("sys.path.append(here)", True),
+        ("print(sys.path)", False),
+        ("paths = list(sys.path)", False),
+    ],
+)
+def test_sys_path_edit_pattern(tmp_path: Path, line: str, is_edit: bool) -> None:
+    """The pattern tells an edit of ``sys.path`` from a read of it."""
+    target = tmp_path / "tests" / "bench" / "bench_x.py"
+    target.parent.mkdir(parents=True)
+    target.write_text(f"import sys\n{line}\n", encoding="utf-8")
+
+    assert sys_path_edits(tmp_path) == ([f"tests/bench/bench_x.py:2: {line}"] if is_edit else [])
+
+
+def test_lab_and_benchmarks_edit_no_sys_path() -> None:
+    """The lab and the benchmarks are packages run with ``-m``; no file of theirs patches the import path."""
+    edits = sys_path_edits(REPO_ROOT)
+    assert not edits, "run the file with PYTHONPATH=tests python -m ... instead:\n" + "\n".join(edits)
