@@ -30,7 +30,7 @@ COLLECTION_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(BIN):$(abspath $(BUILD))/bin:$(PATH)
 
-.PHONY: help venv venv-core219 dmtf-csdl bootloaders test lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
+.PHONY: help venv venv-core219 dmtf-csdl bootloaders test test-metal test-metal-kill-matrix lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
 	molecule demo lab-up lab-down lab-status bench dist ee-context docs clean
 
 help:
@@ -39,6 +39,8 @@ help:
 	@echo "make test-k8s-real   run the Kubernetes suites against a real kube-apiserver (slow, opt-in)"
 	@echo "make bench       run the benchmarks (figures in docs/benchmarks.md)"
 	@echo "make bootloaders fetch the boot loaders the boot_iso tests build ISOs from"
+	@echo "make test-metal  the bare-metal path's opt-in runs: other BMC personalities, power cut, kill points (slow)"
+	@echo "make test-metal-kill-matrix  kill site.yml after every task of the bare-metal role, run again (slow)"
 	@echo "make dist        build the collection tarball into dist/"
 	@echo "make lab-up | lab-status | lab-down   drive the digital twin by hand"
 
@@ -167,7 +169,8 @@ molecule: venv
 # ---------------------------------------------------------------------------------------------
 # make demo and the lab
 
-demo: venv
+# The lab's bare-metal cluster installs from a Debian-shaped ISO built from the boot loaders.
+demo: venv bootloaders
 	scripts/demo.sh
 
 # The lab is the package ``lab`` in tests/ (tests/lab/labctl.py is its entry point): run as a module
@@ -182,6 +185,16 @@ lab-status: venv
 
 lab-down: venv
 	$(LABCTL) down
+
+# The bare-metal path beyond the default run (docs/testing/metal.md): the iDRAC9 and generic personalities, a power
+# cut, dry and protected teardowns, and runs killed after representative tasks; the second target kills after
+# every task of both task files.
+test-metal: venv bootloaders
+	METALPLANE_METAL_FULL=1 $(BIN)/python -m pytest -q -n 0 -m slow tests/integration/metal/test_baremetal_site.py \
+		tests/integration/metal/test_baremetal_resume.py
+
+test-metal-kill-matrix: venv bootloaders
+	METALPLANE_METAL_KILL_MATRIX=1 $(BIN)/python -m pytest -q -n 0 tests/integration/metal/test_baremetal_resume.py
 
 bench: venv
 	@for bench in tests/bench/bench_*.py; do name=$$(basename $$bench .py); echo "== $$name"; \

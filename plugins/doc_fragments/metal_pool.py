@@ -59,6 +59,20 @@ options:
           - What a person knows about the host, returned as given. C(gpu_model), C(gpu_count) and C(memory_gib) are
             checked against O(requirements) before any BMC is asked; C(disks) and others are only passed on.
         type: dict
+      root_disk:
+        description:
+          - The disk the OS is installed on, by a stable identity from the BMC's storage inventory (never C(/dev/sdX),
+            which changes between boots); exactly one of the two. The install records it with the claim
+            (M(metalplane.inference.host_provision)), so a teardown wipes the disk the install wrote even if the
+            inventory changed since.
+        type: dict
+        suboptions:
+          wwn:
+            description: World Wide Name, 16 or 32 hex digits (C(0x), C(naa.), C(eui.) prefixes accepted).
+            type: str
+          serial:
+            description: Serial number as the drive reports it.
+            type: str
   requirements:
     description:
       - What a host must have for the cluster; each is checked against the inventory's facts and against what the

@@ -149,6 +149,14 @@ host:
     lease:
       description: C(namespace/name) of the Lease.
       type: str
+    root_disk:
+      description: As given in O(hosts[].root_disk) (normalised), empty when not given.
+      type: dict
+    provisioning:
+      description:
+        - The provisioning record kept with the claim by M(metalplane.inference.host_provision) (C(generation),
+          C(phase), C(root_disk), C(ssh_host_key), C(boot_order)); empty before the first install step.
+      type: dict
     inventory:
       description: What the BMC reported, for a claim made in this run.
       type: dict

@@ -50,6 +50,16 @@ options:
         or display names. Entries not listed keep their relative order after the listed ones.
     type: list
     elements: str
+  first:
+    description:
+      - Put the persistent boot order's first entry of this kind at the front, the rest keeping their order; nothing
+        is written when it already is first. V(hdd) is the disk (C(HardDisk.List.1-1), C(RAID.Integrated.1-1), a
+        "Hard Disk"/"RAID"/"NVMe" boot option), V(virtual_cd) the BMC's virtual optical drive
+        (C(Optical.iDRACVirtual.1-1), "Virtual Optical Drive"), which then boots an inserted ISO ahead of an OS on
+        the disk. The kind is read from each entry's id and display names; an order without such an entry fails
+        naming the entries. Mutually exclusive with O(order).
+    type: str
+    choices: [hdd, virtual_cd]
   reboot:
     description: Reboot the server after the change so pending BIOS jobs apply, and wait for those jobs.
     type: bool
@@ -67,6 +77,13 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Disk first in the persistent order, whatever the BMC calls it (nothing is written when it already is)
+  metalplane.inference.redfish_boot:
+    bmc_url: https://idrac-r730.example
+    username: root
+    password: "{{ vault_idrac_password }}"
+    first: hdd
+
 - name: Boot the mounted ISO once (iDRAC8 uses Dell's SCP import for this)
   metalplane.inference.redfish_boot:
     bmc_url: https://idrac-r730.example
@@ -144,6 +161,7 @@ def argument_spec() -> dict[str, Any]:
         "persistent": {"type": "bool", "default": False},
         "mode": {"type": "str", "choices": ["UEFI", "Legacy"]},
         "order": {"type": "list", "elements": "str"},
+        "first": {"type": "str", "choices": ["hdd", "virtual_cd"]},
         "reboot": {"type": "bool", "default": False},
         "verify_after_reboot": {"type": "bool", "default": False},
         **wait_timeout_spec(900),
@@ -154,7 +172,8 @@ def main() -> None:
     MetalplaneModule(
         argument_spec=argument_spec(),
         supports_check_mode=True,
-        required_one_of=[["device", "mode", "order"]],
+        required_one_of=[["device", "mode", "order", "first"]],
+        mutually_exclusive=[["order", "first"]],
     ).run(run_boot)
 
 

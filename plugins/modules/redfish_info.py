@@ -10,9 +10,10 @@ short_description: Facts about a server and its BMC over Redfish (vendor, iDRAC 
 description:
   - Reads, without changing anything, what later roles need about a bare-metal server and its BMC.
   - Vendor, BMC model, iDRAC generation (8, 9 or 10, from C(Manager.Model)), firmware, power state and allowed
-    resets, boot override, boot mode and persistent boot order (on iDRAC8 the Dell C(BootSources) sequence),
-    virtual media slots and what is mounted, NICs with MAC addresses, PCIe devices and GPUs where the BMC
-    exposes them, asset tag and serial number.
+    resets, boot override, boot mode (the override's and the BIOS C(BootMode)) and persistent boot order (on
+    iDRAC8 the Dell C(BootSources) sequence), virtual media slots, whether one can hold a CD image, and what is
+    mounted, NICs with MAC addresses, PCIe devices and GPUs, memory, drives with their WWN and serial where the
+    BMC exposes them, asset tag and serial number.
   - Parts the BMC does not expose are returned empty.
 version_added: 0.1.0
 author: metalplane.inference contributors (@metalplane)
@@ -75,9 +76,29 @@ redfish:
       description: Code path used for this BMC (C(dell_idrac8), C(dell_idrac9), C(generic)).
       type: str
       returned: always
+    memory_gib:
+      description: C(MemorySummary.TotalSystemMemoryGiB), null when not reported.
+      type: float
+      returned: always
     boot:
-      description: Boot override target/enabled/mode, persistent C(order) and on iDRAC8 C(boot_sources).
+      description:
+        - Boot override target/enabled/mode, persistent C(order), the BIOS C(bios_boot_mode) (V(Uefi) or V(Bios),
+          null without a Bios resource) and on iDRAC8 C(boot_sources).
       type: dict
+      returned: always
+    virtual_media_available:
+      description:
+        - Whether a virtual media slot can hold a CD/DVD image. False on a BMC without the licence virtual media
+          needs (iDRAC8 Express; iDRAC8 Enterprise has it).
+      type: bool
+      returned: always
+    storage:
+      description:
+        - The drives of the System's storage subsystems, C(id), C(name), C(model), C(serial), C(wwn) (from an NAA or
+          EUI durable name, as V(0x...) in lower case, udev's C(ID_WWN) form), C(capacity_bytes), C(media_type),
+          C(protocol).
+      type: list
+      elements: dict
       returned: always
     virtual_media:
       description: Slots with C(id), C(media_types), C(inserted), C(image).

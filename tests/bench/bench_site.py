@@ -44,6 +44,9 @@ def write_inventory(directory: Path, clusters: int) -> Path:
         f"bench-{index:02d}": {**template, "cluster_networks": [f"10.{40 + index}.0.0/20"]} for index in range(clusters)
     }
     lab["all"]["children"]["vke_clusters"]["hosts"] = hosts
+    # The VKE path only (as before the bare-metal clusters joined the lab inventory).
+    lab["all"]["children"].pop("metal_clusters", None)
+    lab["all"]["children"].pop("pool_lab", None)
     (directory / "hosts.yml").write_text(yaml.safe_dump(lab, sort_keys=False))
     return directory
 

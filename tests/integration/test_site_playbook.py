@@ -88,7 +88,10 @@ def run_site(
     env = {"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"]), "VULTR_API_KEY": ""}
     if timeline is not None:
         env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
-    return playbook(SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env, check=check, diff=check)
+    # The VKE path only: this lab has no BMCs (the bare-metal path is tests/integration/metal/test_baremetal_site.py).
+    return playbook(
+        SITE, inventory=INVENTORY, extra_vars=extra_vars or None, env=env, check=check, diff=check, limit="vke_clusters"
+    )
 
 
 def phase_tasks(timeline: Path, host: str) -> dict[str, int]:

@@ -73,6 +73,7 @@ def run_playbook(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     tags: str | None = None,
+    limit: str | None = None,
 ) -> PlaybookRun:
     """Run a playbook file, or a list of tasks wrapped in one local play, and parse the JSON report.
 
@@ -100,6 +101,8 @@ def run_playbook(
             cmd.append("--diff")
         if tags:
             cmd += ["--tags", tags]
+        if limit:
+            cmd += ["--limit", limit]
         if verbosity:
             cmd.append("-" + "v" * verbosity)
         run_env = ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", **(env or {}))

@@ -523,6 +523,7 @@ class ClaimRun:
                 "since": claim.since,
                 "claimer": claim.claimer,
                 "lease": f"{self.ns}/{claim.lease}",
+                "provisioning": dict(claim.record),
             },
             "skipped_hosts": self.skipped,
             "bmc_hint": self.hint,

@@ -30,6 +30,7 @@ unit tests swap in an in-memory store with the same conflict semantics).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ CLAIMER_ANNOTATION = "metalplane.inference/claimer"
 GENERATION_ANNOTATION = "metalplane.inference/generation"
 BMC_ANNOTATION = "metalplane.inference/bmc-url"
 MAC_ANNOTATION = "metalplane.inference/boot-mac"
+# The provisioning record the install keeps with the claim (JSON, written by ``host_provision``): which generation
+# is at which phase, the install disk and SSH host key of that install, the boot order before it was first changed.
+PROVISIONING_ANNOTATION = "metalplane.inference/provisioning"
 # The generation of a new claim; a re-claim by the same cluster keeps it, ``reinstall`` adds one.
 FIRST_GENERATION = 1
 
@@ -122,6 +126,7 @@ class Claim:
     resource_version: str = ""
     uid: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    record: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def held(self) -> bool:
@@ -134,7 +139,17 @@ class Claim:
             "since": self.since,
             "generation": self.generation,
             "lease": self.lease,
+            "provisioning": dict(self.record),
         }
+
+
+def read_record(annotations: Mapping[str, Any]) -> dict[str, Any]:
+    """The provisioning record of a Lease's annotations; an absent or unreadable one is empty (nothing recorded)."""
+    try:
+        record = json.loads(str(annotations.get(PROVISIONING_ANNOTATION) or "{}"))
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def claim_from_lease(obj: Mapping[str, Any]) -> Claim:
@@ -156,6 +171,7 @@ def claim_from_lease(obj: Mapping[str, Any]) -> Claim:
         resource_version=str(meta.get("resourceVersion") or ""),
         uid=str(meta.get("uid") or ""),
         raw=obj,
+        record=read_record(annotations),
     )
 
 
@@ -194,12 +210,20 @@ def lease_body(
         old_meta = previous.get("metadata") or {}
         old_spec = previous.get("spec") or {}
         meta["resourceVersion"] = old_meta.get("resourceVersion")
-        # Labels/annotations someone else added survive; ours are overwritten.
+        # Labels/annotations someone else added survive; ours are overwritten. The provisioning record belongs to
+        # the holder: it is kept for the same cluster (a generation bump) and dropped when the holder changes.
         meta["labels"] = {**(old_meta.get("labels") or {}), **meta["labels"]}
-        meta["annotations"] = {**(old_meta.get("annotations") or {}), **meta["annotations"]}
+        old_annotations = dict(old_meta.get("annotations") or {})
+        if old_spec_holder(previous) != cluster:
+            old_annotations.pop(PROVISIONING_ANNOTATION, None)
+        meta["annotations"] = {**old_annotations, **meta["annotations"]}
         transitions = int(old_spec.get("leaseTransitions") or 0)
         spec["leaseTransitions"] = transitions + (0 if old_spec.get("holderIdentity") == cluster else 1)
     return {"apiVersion": LEASE_API, "kind": LEASE_KIND, "metadata": meta, "spec": spec}
+
+
+def old_spec_holder(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("spec") or {}).get("holderIdentity") or "")
 
 
 def diff_view(obj: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -33,6 +33,7 @@ HOST_KEYS = (
     "validate_certs",
     "ca_cert",
     "facts",
+    "root_disk",
 )
 # Facts a person may write about a host, checked against the requirements before any BMC is asked.
 FACT_KEYS = ("gpu_model", "gpu_count", "memory_gib", "disks", "model")
@@ -66,6 +67,9 @@ class Host:
     validate_certs: bool = True
     ca_cert: str | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)
+    # The install disk by a stable identity, ``{"wwn": "0x..."}`` or ``{"serial": "..."}``; recorded with the
+    # claim at install time, so a teardown wipes that disk even if the inventory changed since.
+    root_disk: Mapping[str, str] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
         """What a result may show about the host (no credentials)."""
@@ -75,6 +79,7 @@ class Host:
             "boot_mac": self.boot_mac,
             "personality": self.personality,
             "facts": dict(self.facts),
+            "root_disk": dict(self.root_disk),
         }
 
 
@@ -133,6 +138,21 @@ def parse_requirements(value: Mapping[str, Any] | None) -> Requirements:
     )
 
 
+def parse_root_disk(field_name: str, value: Any) -> dict[str, str]:
+    """``{"wwn": "0x<hex>"}`` or ``{"serial": "..."}`` (none when not given); InputError naming ``field_name``."""
+    from .host_settings import validate_disk
+
+    if not value or not any(v not in (None, "") for v in dict(value).values()):
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(field_name, f"must be a mapping with wwn or serial, got {type(value).__name__}")
+    try:
+        kind, ident = validate_disk(dict(value))
+    except InputError as exc:
+        raise InputError(field_name + exc.field.removeprefix("disk"), exc.msg.split(": ", 1)[-1]) from None
+    return {"wwn": f"0x{ident}"} if kind == "wwn" else {"serial": ident}
+
+
 def parse_hosts(value: Sequence[Mapping[str, Any]] | None, pool: str) -> list[Host]:
     """Validate the ``hosts`` option: at least one host, unique names and MACs, well-formed fields."""
     # Imported here: ``_redfish.args`` imports Ansible's env_fallback, which the unit tests have anyway.
@@ -187,6 +207,7 @@ def parse_hosts(value: Sequence[Mapping[str, Any]] | None, pool: str) -> list[Ho
                 validate_certs=True if validate_certs is None else bool(validate_certs),
                 ca_cert=str(entry["ca_cert"]) if entry.get("ca_cert") else None,
                 facts=dict(facts),
+                root_disk=parse_root_disk(f"{where}.root_disk", entry.get("root_disk")),
             )
         )
     return hosts

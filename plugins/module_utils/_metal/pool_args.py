@@ -27,6 +27,7 @@ HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "validate_certs": {"type": "bool", "default": True},
     "ca_cert": {"type": "path"},
     "facts": {"type": "dict"},
+    "root_disk": {"type": "dict", "options": {"wwn": {"type": "str"}, "serial": {"type": "str"}}},
 }
 
 REQUIREMENT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -34,6 +35,14 @@ REQUIREMENT_OPTIONS: dict[str, dict[str, Any]] = {
     "gpu_count": {"type": "int"},
     "min_memory_gib": {"type": "int"},
 }
+
+
+def _copy(option: dict[str, Any]) -> dict[str, Any]:
+    """A deep enough copy of one option (its sub-options too), so a caller never shares a dict with another spec."""
+    copied = dict(option)
+    if "options" in copied:
+        copied["options"] = {name: _copy(sub) for name, sub in copied["options"].items()}
+    return copied
 
 
 def metal_pool_argument_spec() -> dict[str, Any]:
@@ -45,7 +54,7 @@ def metal_pool_argument_spec() -> dict[str, Any]:
             "type": "list",
             "elements": "dict",
             "required": True,
-            "options": {name: dict(option) for name, option in HOST_OPTIONS.items()},
+            "options": {name: _copy(option) for name, option in HOST_OPTIONS.items()},
         },
         "requirements": {
             "type": "dict",

@@ -12,6 +12,7 @@ the generation's quirks, optionally reboots and waits for the BIOS job, and with
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,18 @@ MODES = ("UEFI", "Legacy")
 JOB_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
 JOB_DONE = {"Completed", "CompletedWithErrors"}
 JOB_FAILED = {"Failed", "Aborted", "Cancelled"}
+# Kinds of persistent boot entries ``first`` can put at the front. A boot entry's kind is read from its id and
+# display names, in this order (the first rule that matches wins, so an optical drive on a SATA port is never
+# taken for a disk): Dell FQDDs (``Optical.iDRACVirtual.1-1``, ``HardDisk.List.1-1``, ``RAID.Integrated.1-1``,
+# ``NIC.Integrated.1-1-1``) and the UEFI display names firmware gives BootOptions ("Virtual Optical Drive",
+# "RAID Controller in SL 3: ...", "PXE Device 1: ...").
+FIRST_KINDS = ("hdd", "virtual_cd")
+_KIND_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("virtual_cd", re.compile(r"idracvirtual|virtual\s*(optical|cd|dvd|media|floppy)|\bvirtual\b", re.I)),
+    ("optical", re.compile(r"optical|\bcd\b|dvd|cdrom", re.I)),
+    ("pxe", re.compile(r"\bnic\b|nic\.|pxe|network|ipv4|ipv6|http", re.I)),
+    ("hdd", re.compile(r"harddisk|hard\s*(disk|drive)|\bhdd\b|raid|\bdisk\b|nvme|\bssd\b|ahci|\bsas\b|sata", re.I)),
+)
 
 
 @dataclass
@@ -68,6 +81,24 @@ def plan_order(desired: list[str] | None, state: BootOrderState) -> list[str] | 
         resolved.append(ident)
     new_order = resolved + [ident for ident in state.order if ident not in resolved]
     return None if new_order == state.order else new_order
+
+
+def entry_kind(*texts: str | None) -> str | None:
+    """Pure: the kind (``virtual_cd``, ``optical``, ``pxe``, ``hdd``) of a boot entry from its id and names."""
+    joined = " ".join(t for t in texts if t)
+    return next((kind for kind, rule in _KIND_RULES if rule.search(joined)), None)
+
+
+def first_entry(kind: str, state: BootOrderState) -> str:
+    """Pure: the id of the first entry of ``kind`` in the persistent order; InputError naming the entries if none."""
+    aliases: dict[str, list[str]] = {ident: [ident] for ident in state.order}
+    for alias, ident in state.names.items():
+        aliases.setdefault(ident, []).append(alias)
+    for ident in state.order:
+        if entry_kind(*aliases.get(ident, [ident])) == kind:
+            return ident
+    listed = ", ".join(" / ".join(dict.fromkeys(aliases.get(i, [i]))) for i in state.order)
+    raise InputError("first", f"the BMC's boot order has no {kind} entry (entries: {listed or 'none'})")
 
 
 def plan_override(
@@ -120,7 +151,12 @@ def apply(  # noqa: PLR0912 - one linear flow: plan, write, reboot, verify
     if device is not None and device not in DEVICE_TARGETS:
         raise InputError("device", f"{device!r} is not one of {', '.join(DEVICES)}")
     observed = observe_boot(client)
-    state: BootOrderState | None = quirks.read_boot_order(client) if params.get("order") else None
+    if params.get("first") and params.get("order"):
+        raise InputError("first", "give either first or order, not both")
+    wants_order = bool(params.get("order") or params.get("first"))
+    state: BootOrderState | None = quirks.read_boot_order(client) if wants_order else None
+    if state is not None and params.get("first"):
+        params = {**params, "order": [first_entry(params["first"], state)]}
     plan = BootPlan(
         mode=plan_mode(params.get("mode"), observed.get("mode")),
         order=plan_order(params.get("order"), state) if state else None,

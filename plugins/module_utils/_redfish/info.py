@@ -19,6 +19,10 @@ from .quirks import for_name
 from .virtual_media import slot_info
 
 GPU_CLASSES = ("DisplayController", "ProcessingAccelerators")
+# Virtual media slots that can hold an installer ISO (DMTF VirtualMedia.MediaType).
+CD_MEDIA_TYPES = ("CD", "DVD")
+# Drive identifiers that are a WWN (DMTF Resource.DurableNameFormat: NAA names, EUI-64 names).
+WWN_FORMATS = ("NAA", "EUI")
 GPU_VENDORS = ("nvidia", "amd", "advanced micro devices")
 
 
@@ -55,6 +59,7 @@ def gather(client: Any) -> dict[str, Any]:
         "quirks": identity.quirks_name,
         "features": identity.as_dict(),
         "power_state": current_power(client),
+        "memory_gib": (sj.get("MemorySummary") or {}).get("TotalSystemMemoryGiB"),
         "allowed_resets": _try(lambda: allowed_resets(system), []),
         "boot": {
             "override_target": boot.get("BootSourceOverrideTarget"),
@@ -70,11 +75,68 @@ def gather(client: Any) -> dict[str, Any]:
         facts["boot"]["order_source"] = order_state.source
         if order_state.raw and "entries" in order_state.raw:
             facts["boot"]["boot_sources"] = order_state.raw["entries"]
+    facts["boot"]["bios_boot_mode"] = _try(lambda: _bios_boot_mode(client), None)
     facts["virtual_media"] = _try(lambda: [slot_info(s) for s in quirks.virtual_media_slots(client)], [])
+    # A Dell without the licence virtual media needs (iDRAC8 Express; Enterprise has it) lists no slot at all.
+    facts["virtual_media_available"] = any(
+        t in CD_MEDIA_TYPES for slot in facts["virtual_media"] for t in slot.get("media_types") or []
+    )
+    facts["storage"] = _try(lambda: _drives(client), [])
     facts["nics"] = _try(lambda: _nics(client), [])
     facts["pcie_devices"] = _try(lambda: _pcie(client), [])
     facts["gpus"] = [d for d in facts["pcie_devices"] if _is_gpu(d)]
     return facts
+
+
+def _bios_boot_mode(client: Any) -> str | None:
+    """The BIOS ``BootMode`` attribute (Dell: ``Uefi``/``Bios``), where the BMC exposes a Bios resource."""
+    link = (client.system.json.get("Bios") or {}).get("@odata.id")
+    if not link:
+        return None
+    value = (client.get_json(link, "Reading the BIOS attributes").get("Attributes") or {}).get("BootMode")
+    return str(value) if value else None
+
+
+def drive_info(doc: dict[str, Any]) -> dict[str, Any]:
+    """Pure: one Redfish Drive as the inventory reports it; ``wwn`` from an NAA/EUI durable name (lower case,
+    ``0x``-prefixed like udev's ``ID_WWN``), ``serial`` as the drive reports it."""
+    wwn = None
+    for identifier in doc.get("Identifiers") or []:
+        name = str(identifier.get("DurableName") or "").strip()
+        if name and str(identifier.get("DurableNameFormat") or "") in WWN_FORMATS:
+            wwn = normalise_wwn(name)
+            break
+    return {
+        "id": doc.get("Id"),
+        "name": doc.get("Name"),
+        "model": doc.get("Model"),
+        "serial": doc.get("SerialNumber"),
+        "wwn": wwn,
+        "capacity_bytes": doc.get("CapacityBytes"),
+        "media_type": doc.get("MediaType"),
+        "protocol": doc.get("Protocol"),
+    }
+
+
+def normalise_wwn(value: str) -> str:
+    """``5000C500D5CDD26B``, ``naa.5000c500...``, ``0x5000c500...`` -> ``0x5000c500...`` (udev's ID_WWN form)."""
+    text = value.strip().lower()
+    for prefix in ("naa.", "eui.", "0x"):
+        text = text.removeprefix(prefix)
+    return f"0x{text}"
+
+
+def _drives(client: Any) -> list[dict[str, Any]]:
+    """Every Drive of every Storage subsystem of the System (``Storage`` is DMTF's; absent means none)."""
+    link = (client.system.json.get("Storage") or {}).get("@odata.id")
+    if not link:
+        return []
+    drives = []
+    for member in client.get_json(link, "Listing storage").get("Members") or []:
+        storage = client.get_json(member["@odata.id"], "Reading a storage subsystem")
+        for ref in storage.get("Drives") or []:
+            drives.append(drive_info(client.get_json(ref["@odata.id"], "Reading a drive")))
+    return drives
 
 
 def _nics(client: Any) -> list[dict[str, Any]]:

@@ -75,8 +75,10 @@ def run_power(module: Any) -> dict[str, Any]:
 
 def run_boot(module: Any) -> dict[str, Any]:
     p = module.params
-    if p.get("device") is None and p.get("mode") is None and not p.get("order"):
-        raise InputError("device", "give at least one of device, mode or order")
+    if p.get("device") is None and p.get("mode") is None and not p.get("order") and not p.get("first"):
+        raise InputError("device", "give at least one of device, mode, order or first")
+    if p.get("first") is not None and p["first"] not in boot.FIRST_KINDS:
+        raise InputError("first", f"{p['first']!r} is not one of {', '.join(boot.FIRST_KINDS)}")
     if p.get("device") is not None and p["device"] not in boot.DEVICES:
         raise InputError("device", f"{p['device']!r} is not one of {', '.join(boot.DEVICES)}")
 

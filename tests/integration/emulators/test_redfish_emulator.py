@@ -361,7 +361,7 @@ def test_boot_sources_pending_then_job_then_reboot(lab: RedfishLab, personality:
         system = system_of(root)
         seq_key = "UefiBootSeq" if system.bios.attributes["BootMode"] == "Uefi" else "BootSeq"
         current = root._conn.get(system.path + "/BootSources").json()["Attributes"][seq_key]
-        wanted = [current[1], current[0], current[2]]
+        wanted = [current[1], current[0], *current[2:]]
         for index, entry in enumerate(wanted):
             entry["Index"] = index
         root._conn.patch(system.path + "/BootSources/Settings", data={"Attributes": {seq_key: wanted}})
@@ -473,7 +473,7 @@ def test_boot_order_reverts_after_reboot_once(lab: RedfishLab) -> None:
         assert raw(lab, "r730-1", "POST", "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs", json=job).ok
         state.reboot()
 
-    wanted = [original[1], original[0], original[2]]
+    wanted = [original[1], original[0], *original[2:]]
     apply(wanted)
     assert state.boot["boot_seq"] == original  # the BMC reverted it
     assert state.counters["boot_order_reverted"] == 1

@@ -5,6 +5,10 @@ HTTP server holding real files at stable URLs, on loopback like every other emul
 tiny but carries the ISO 9660 signature a BMC checks, and its SHA-256 is published so playbooks
 can verify what they boot.
 
+It also serves vendor-shaped installer ISOs (``tests/support/vendor_isos.py``: the Debian 12 netinst
+layout), the "vendor ISO" the bare-metal role's ``boot_iso`` downloads and turns into a host's unattended
+installer, when the boot loaders they are built from are present (``make bootloaders``).
+
     python -m lab.common.artifacts --host 127.0.0.1 --port N [--state-dir DIR]
 """
 
@@ -21,6 +25,9 @@ from pathlib import Path
 from lab.common.emulator import LOOPBACK, emulator_arguments, free_port, serve_until_signalled
 
 INSTALLER_ISO = "installer.iso"
+# Vendor-shaped installer ISOs (file name -> shape of tests/support/vendor_isos.py), built at start when the
+# boot loaders are there; endpoints.yml publishes each under ``installer_isos.<shape>`` with its sha256.
+VENDOR_ISOS = {"debian-12-netinst.iso": "debian12"}
 ISO9660_MAGIC_OFFSET = 0x8001  # the primary volume descriptor's "CD001" identifier
 SECTOR = 2048
 
@@ -39,6 +46,24 @@ def make_installer_iso(path: Path) -> str:
     return hashlib.sha256(image).hexdigest()
 
 
+def make_vendor_isos(root: Path) -> dict[str, str]:
+    """Build the vendor-shaped ISOs into ``root`` (shape -> file name); none without the boot loaders."""
+    from support.vendor_isos import BOOTLOADERS, LOADER_FILES, build_shape
+
+    if not all((BOOTLOADERS / name).is_file() for name in LOADER_FILES):
+        print(
+            f"artifacts: no vendor-shaped ISOs: boot loaders absent at {BOOTLOADERS} (make bootloaders)",
+            file=sys.stderr,
+        )
+        return {}
+    built = {}
+    for file_name, shape in VENDOR_ISOS.items():
+        if not (root / file_name).is_file():
+            build_shape(shape, root / file_name)
+        built[shape] = file_name
+    return built
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
@@ -51,6 +76,7 @@ class ArtifactServer:
         self._tmp = None if root else tempfile.TemporaryDirectory(prefix="mp-artifacts-")
         self.root = root or Path(self._tmp.name)  # type: ignore[union-attr]
         self.root.mkdir(parents=True, exist_ok=True)
+        self.vendor_isos = make_vendor_isos(self.root)  # before installer.iso, which labctl waits for
         self.iso_sha256 = make_installer_iso(self.root / INSTALLER_ISO)
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self.server = ThreadingHTTPServer((host, port or free_port(host)), handler)

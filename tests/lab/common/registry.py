@@ -57,13 +57,25 @@ class Emulator:
 
 
 def _artifacts_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
+    from lab.common.artifacts import VENDOR_ISOS
+
     iso = state_dir / "artifacts" / "installer.iso"
+    vendor = {
+        shape: {
+            "url": f"http://{host}:{port}/{name}",
+            "sha256": hashlib.sha256((state_dir / "artifacts" / name).read_bytes()).hexdigest(),
+        }
+        for name, shape in VENDOR_ISOS.items()
+        if (state_dir / "artifacts" / name).is_file()
+    }
     return {
         "base_url": f"http://{host}:{port}",
         "installer_iso": {
             "url": f"http://{host}:{port}/{iso.name}",
             "sha256": hashlib.sha256(iso.read_bytes()).hexdigest(),
         },
+        # Vendor-shaped installer ISOs (lab.common.artifacts.VENDOR_ISOS), absent without `make bootloaders`.
+        "installer_isos": vendor,
     }
 
 
@@ -102,7 +114,9 @@ def _redfish_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]:
     )
     hosts = state_dir / "metal-hosts.json"
     if hosts.is_file():
-        entry["hosts"] = json.loads(hosts.read_text())["hosts"]
+        described = json.loads(hosts.read_text())
+        entry["hosts"] = described["hosts"]
+        entry["ssh_key"] = described.get("ssh_key") or {}
     return entry
 
 

@@ -21,6 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import asyncssh
+
 from lab.common.emulator import LOOPBACK, free_port
 from lab.metal.host import MetalHost, SharedParts
 from lab.metal.identity import DiskIdentity, HostIdentity, disk_identity
@@ -34,6 +36,9 @@ LAB_PREFIX = 24
 FIRST_HOST_OCTET = 10
 HOSTS_PATH = "/lab/hosts"  # the Redfish lab's control API: every host's snapshot
 DESCRIPTION_FILE = "metal-hosts.json"  # in the state dir: how to reach each host
+# The lab's operator key pair (in the fleet's directory): what an inventory installs as the authorized key and
+# logs in with. Kept across restarts of the same state directory.
+OPERATOR_KEY = "id_ed25519"
 
 
 def host_address(index: int) -> str:
@@ -54,6 +59,7 @@ class MetalFleet:
     def start(self) -> MetalFleet:
         tools = probe()
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._operator_key()
         self._control_root = Path(tempfile.mkdtemp(prefix="mlab-", dir="/tmp" if Path("/tmp").is_dir() else None))
         self._sshd = SshService()
         shared = SharedParts(
@@ -73,7 +79,8 @@ class MetalFleet:
                 port=free_port(address),
                 prefix=LAB_PREFIX,
                 gateway=LAB_GATEWAY,
-                disk=disk_identity(name),
+                # The disk the BMC's storage inventory reports (lab.redfish.bmc.disk_identity), when it has one.
+                disk=DiskIdentity(**state.disk) if getattr(state, "disk", None) else disk_identity(name),
                 serial=str(getattr(state, "serial", "")),
                 uuid=str(getattr(state, "uuid", "")),
             )
@@ -100,12 +107,28 @@ class MetalFleet:
     def host(self, name: str) -> MetalHost:
         return self.hosts[name]
 
+    def _operator_key(self) -> Path:
+        """The operator's SSH key pair (0600 private key, ``.pub`` beside it), made once per state directory."""
+        private = self.directory / OPERATOR_KEY
+        if not private.is_file():
+            key = asyncssh.generate_private_key("ssh-ed25519", comment="operator@metal-lab")
+            private.write_bytes(key.export_private_key())
+            private.chmod(0o600)
+            private.with_suffix(".pub").write_bytes(key.export_public_key())
+        return private
+
     def describe(self) -> dict[str, Any]:
-        """Per host: SSH address and port, boot NIC MAC, network and root disk (what a configuration needs)."""
+        """Per host: SSH address and port, boot NIC MAC, network and root disk (what a configuration needs), and
+        the operator's key pair."""
+        private = self.directory / OPERATOR_KEY
         return {
             "network": LAB_NETWORK,
             "gateway": LAB_GATEWAY,
             "hosts": {name: host.identity.describe() for name, host in self.hosts.items()},
+            "ssh_key": {
+                "private_key_file": str(private),
+                "public_key": private.with_suffix(".pub").read_text().strip() if private.is_file() else "",
+            },
         }
 
     def control(self, method: str, path: str, _raw: bytes) -> tuple[int, dict[str, Any]] | None:

@@ -434,9 +434,10 @@ class _Script:
     """The file-writing subset of the shell that installer hooks run (``%post``, late commands).
 
     Supported: ``cat > F <<EOF`` here-documents, ``echo``/``printf`` redirected into a file,
-    ``cp``, ``install``, ``mkdir``, ``chmod``, and ``in-target`` / ``curtin in-target`` /
-    ``sh -c`` wrappers. A write outside the target root changes nothing installed. Any other
-    command is recorded in ``ignored_commands`` (its effect is not simulated).
+    ``cp``, ``install``, ``mkdir``, ``chmod``, ``in-target`` / ``curtin in-target`` / ``sh -c``
+    wrappers, and ``sh FILE`` (a script the configuration wrote, run the same way). A write outside
+    the target root changes nothing installed. Any other command is recorded in
+    ``ignored_commands`` (its effect is not simulated).
     """
 
     def __init__(
@@ -526,7 +527,7 @@ class _Script:
             else:
                 command.append(token)
 
-    def run_command(self, words: list[str], target: str, stdin: bytes | None) -> None:
+    def run_command(self, words: list[str], target: str, stdin: bytes | None) -> None:  # noqa: PLR0911
         redirect, append = None, False
         for op in (">>", ">"):
             if op in words:
@@ -548,6 +549,16 @@ class _Script:
         if name in ("sh", "bash", "/bin/sh", "/bin/bash") and args[:1] == ["-c"] and len(args) > 1:
             saved, self.target = self.target, target
             self.run(args[1])
+            self.target = saved
+            return
+        if name in ("sh", "bash", "/bin/sh", "/bin/bash", ".") and args and not args[0].startswith("-"):
+            # A script file the configuration wrote (or brought on the ISO/initrd), run the same way.
+            script = self._read(args[0], target)
+            if script is None:
+                self.config.ignored_commands.append(" ".join(words) + "  # script not found")
+                return
+            saved, self.target = self.target, target
+            self.run(script.decode(errors="replace"))
             self.target = saved
             return
         if name == "cat" and redirect:

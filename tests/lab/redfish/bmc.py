@@ -43,15 +43,21 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 IMAGE_FETCH_TIMEOUT = 3.0
 
 # Persistent boot devices: (name, kind). The kind decides what the host "boots from".
+# The iDRAC's virtual optical drive is an entry of its own (``Optical.iDRACVirtual.1-1``): first in the
+# order it boots the inserted image, with nothing inserted the BIOS moves on to the next entry. Listed last by
+# default, so the one-time boot alone decides whether an install starts (and an OS on the disk can win).
+VIRTUAL_CD_DEVICE = "Optical.iDRACVirtual.1-1"
 LEGACY_DEVICES = (
     ("HardDisk.List.1-1", "Hdd"),
     ("NIC.Integrated.1-1-1", "Pxe"),
     ("Optical.SATAEmbedded.J-1", "PhysicalCD"),
+    (VIRTUAL_CD_DEVICE, "VirtualCD"),
 )
 UEFI_DEVICES = (
     ("RAID.Integrated.1-1", "Hdd"),
     ("NIC.PxeDevice.1-1", "Pxe"),
     ("Optical.SATAEmbedded.J-1", "PhysicalCD"),
+    (VIRTUAL_CD_DEVICE, "VirtualCD"),
 )
 # BootOptions for services with Boot.BootOrder: id -> (display name, kind).
 BOOT_OPTIONS = {
@@ -67,6 +73,16 @@ ENABLED, DISABLED = "Enabled", "Disabled"
 ENABLED_DISABLED_ATTRIBUTES = ("SecureBoot", "MmioAbove4Gb", "ProcVirtualization", "SriovGlobalEnable", "BootSeqRetry")
 
 _job_numbers = itertools.count(int(time.time()) % 10**6 * 1000)
+
+
+def disk_identity(name: str) -> dict[str, str]:
+    """The one disk of the server behind BMC ``name``: its device, WWN (NAA) and serial, stable per name.
+
+    The BMC's storage inventory reports it, and the simulated host (``lab.metal``) installs onto it, so both
+    read it from here.
+    """
+    digest = hashlib.sha256(f"disk/{name}".encode()).hexdigest()
+    return {"device": "/dev/sda", "wwn": f"0x5000c500{digest[:8]}", "serial": f"WFK{digest[8:13].upper()}"}
 
 
 @dataclass
@@ -107,6 +123,9 @@ class BmcSpec:
     # The host OS ignores an ACPI power-button event: GracefulShutdown (and PushPowerButton while
     # on) is accepted with 204 and the server stays on, as with a hung or misconfigured OS.
     ignore_graceful_shutdown: bool = False
+    # Virtual media needs a licence on a Dell (iDRAC8 Express has none, Enterprise has it): False serves no
+    # VirtualMedia collection at all, as such a BMC does.
+    virtual_media: bool = True
 
     def __post_init__(self) -> None:
         if self.personality not in PERSONALITIES:
@@ -240,7 +259,7 @@ class BmcState:
         self.secure_boot_enable = spec.secure_boot  # the DMTF SecureBoot resource (not on a Dell here)
         self.pending_bios: dict[str, Any] = {}
         # virtual media, jobs, sessions
-        self.slots = {sid: Slot(sid, types) for sid, types in self.p.vm_slots}
+        self.slots = {sid: Slot(sid, types) for sid, types in self.p.vm_slots} if spec.virtual_media else {}
         self.jobs: dict[str, dict[str, Any]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
         self._session_ids = itertools.count(1)
@@ -251,6 +270,7 @@ class BmcState:
         self.macs = list(spec.macs) if spec.macs else [_mac(spec.name, i) for i in range(4)]
         self.serial = spec.serial or ("CN7" + hashlib.sha256(spec.name.encode()).hexdigest()[:7].upper())
         self.uuid = "4c4c4544-" + hashlib.sha256(spec.name.encode()).hexdigest()[:4] + "-3010-8052-b4c04f4b3232"
+        self.disk = disk_identity(spec.name)
 
     # ------------------------------------------------------------------ time
     def scaled(self, seconds: float) -> float:
@@ -547,10 +567,11 @@ class BmcState:
                 return "PhysicalCD", "override"
             return target, "override"
         if self.p.boot_sources and not self.p.boot_order:
+            kinds = dict(LEGACY_DEVICES + UEFI_DEVICES)
             for entry in sorted(self.boot_seq[self.seq_key()], key=lambda e: e["Index"]):
-                if entry["Enabled"]:
-                    kinds = dict(LEGACY_DEVICES + UEFI_DEVICES)
-                    return kinds.get(entry["Name"], entry["Name"]), "order"
+                kind = kinds.get(entry["Name"], entry["Name"])
+                if entry["Enabled"] and (kind != "VirtualCD" or self._cd_inserted()):
+                    return kind, "order"
         for option in self.boot_options_order:
             return BOOT_OPTIONS[option][1], "order"
         return "None", "order"

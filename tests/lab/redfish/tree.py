@@ -59,6 +59,10 @@ class Tree:
         # object with OEM content: "DellOem.v1_x_0.DellOemResources/DellOemLinks" as iDRAC9 names
         # them; the 13G version number is this emulator's assumption.
         self.dell_oem_version = "v1_0_0" if p.name == "idrac8" else "v1_3_0"
+        # The server's one disk behind its RAID controller (Dell's FQDD naming), with the WWN and serial the
+        # simulated host installs onto (``BmcState.disk``).
+        self.storage_path = f"{self.S}/Storage/RAID.Integrated.1-1"
+        self.drive_path = f"{self.storage_path}/Drives/Disk.Bay.0:Enclosure.Internal.0-1:RAID.Integrated.1-1"
 
     # =================================================================== GET
     def get(self, path: str, query: str) -> Doc | None:
@@ -105,10 +109,15 @@ class Tree:
                 [f"{R}/TaskService/Tasks/{j}" for j, job in s.jobs.items() if job["JobType"] == "ImportConfiguration"],
             ),
         }
-        if p.vm_location in ("system", "both"):
+        if p.vm_location in ("system", "both") and s.spec.virtual_media:
             static[f"{self.S}/VirtualMedia"] = self.vm_collection(f"{self.S}/VirtualMedia")
-        if p.vm_location in ("manager", "both"):
+        if p.vm_location in ("manager", "both") and s.spec.virtual_media:
             static[f"{self.M}/VirtualMedia"] = self.vm_collection(f"{self.M}/VirtualMedia")
+        static[f"{self.S}/Storage"] = lambda: collection(
+            f"{self.S}/Storage", "StorageCollection.StorageCollection", "Storage Collection", [self.storage_path]
+        )
+        static[self.storage_path] = self.storage
+        static[self.drive_path] = self.drive
         if p.boot_order:
             static[f"{self.S}/BootOptions"] = lambda: collection(
                 f"{self.S}/BootOptions",
@@ -254,6 +263,7 @@ class Tree:
             "Boot": boot,
             "Bios": ref(f"{self.S}/Bios"),
             "EthernetInterfaces": ref(f"{self.S}/EthernetInterfaces"),
+            "Storage": ref(f"{self.S}/Storage"),
             "PCIeDevices": [ref(f"{self.pcie_base}/{g}") for g in self.gpu_ids()],
             "PCIeDevices@odata.count": len(self.gpu_ids()),
             "Links": {
@@ -267,7 +277,7 @@ class Tree:
                 }
             },
         }
-        if p.vm_location in ("system", "both"):
+        if p.vm_location in ("system", "both") and s.spec.virtual_media:
             doc["VirtualMedia"] = ref(f"{self.S}/VirtualMedia")
         if not p.dell:  # a Dell here keeps Secure Boot as the BIOS attribute SecureBoot
             doc["SecureBoot"] = ref(f"{self.S}/SecureBoot")
@@ -357,6 +367,35 @@ class Tree:
             "Attributes": {k: [dict(e) for e in v] for k, v in self.s.pending_boot_seq.items()},
         }
 
+    def storage(self) -> Doc:
+        return {
+            "@odata.id": self.storage_path,
+            "@odata.type": "#Storage.v1_4_0.Storage",
+            "Id": "RAID.Integrated.1-1",
+            "Name": "PERC H730P Mini",
+            "Drives": [ref(self.drive_path)],
+            "Drives@odata.count": 1,
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+
+    def drive(self) -> Doc:
+        disk = self.s.disk
+        return {
+            "@odata.id": self.drive_path,
+            "@odata.type": "#Drive.v1_4_0.Drive",
+            "Id": self.drive_path.rsplit("/", 1)[-1],
+            "Name": "Physical Disk 0:1:0",
+            "Model": "ST1200MM0099",
+            "Manufacturer": "SEAGATE",
+            "SerialNumber": disk["serial"],
+            "CapacityBytes": 1200243695616,
+            "MediaType": "HDD",
+            "Protocol": "SAS",
+            # Dell reports the WWN as the NAA durable name, in upper-case hex without a prefix.
+            "Identifiers": [{"DurableName": disk["wwn"].removeprefix("0x").upper(), "DurableNameFormat": "NAA"}],
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+
     def nic_ids(self) -> list[str]:
         return [f"NIC.Integrated.1-{i + 1}-1" for i in range(len(self.s.macs))]
 
@@ -415,7 +454,7 @@ class Tree:
                 }
             },
         }
-        if p.vm_location in ("manager", "both"):
+        if p.vm_location in ("manager", "both") and s.spec.virtual_media:
             doc["VirtualMedia"] = ref(f"{self.M}/VirtualMedia")
         if p.dell:
             oem_links: Doc = {

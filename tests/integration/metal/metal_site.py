@@ -1,0 +1,149 @@
+"""The bare-metal lab for site.yml runs: BMCs with simulated servers, the Modelplane control plane, the artifacts.
+
+Why a module of its own: the lifecycle test, the personality runs and the kill matrix all drive the shipped
+``playbooks/site.yml`` against the same in-process lab (``endpoints.yml`` written as ``labctl up`` writes it, so
+the shipped ``inventories/lab`` works unchanged) and read the same things back: the BMC, the simulated server,
+the claim Leases and the ISO files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab.common.artifacts import ArtifactServer
+from lab.metal.fleet import MetalFleet
+from lab.modelplane.server import ModelplaneEmulator
+from lab.redfish.personality import DEFAULT_BMCS
+from lab.redfish.server import BmcSpec, RedfishLab
+from support.playbook import PlaybookRun, run_playbook
+from support.vendor_isos import require_bootloaders
+
+REPO = Path(__file__).resolve().parents[3]
+SITE = REPO / "playbooks" / "site.yml"
+INVENTORY = REPO / "inventories" / "lab"
+KILL_PLUGINS = Path(__file__).resolve().parent / "kill_plugins"
+NAMESPACE = "modelplane-system"
+CLUSTER = "lab-r730"
+# The lab's delays scaled so far down that a whole install takes about a second, as in `make demo`'s spirit.
+DELAY_SCALE = 0.02
+# Seconds one site.yml run may take on a busy two-core machine (the runs measured 1 to 3 minutes there).
+RUN_TIMEOUT = 1200
+
+
+@dataclass
+class MetalLab:
+    redfish: RedfishLab
+    fleet: MetalFleet
+    modelplane: ModelplaneEmulator
+    artifacts: ArtifactServer
+    state: Path
+    tmp: Path
+
+    def leases(self) -> list[dict[str, Any]]:
+        return self.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
+
+    def held_by(self, cluster: str) -> list[dict[str, Any]]:
+        return [lease for lease in self.leases() if (lease.get("spec") or {}).get("holderIdentity") == cluster]
+
+    def host(self, name: str) -> dict[str, Any]:
+        return self.fleet.host(name).snapshot()
+
+    def isos(self) -> list[Path]:
+        """Every host ISO (and kept host key) left on the controller or in the published directory."""
+        roots = [self.state / "metal-isos", self.state / "artifacts" / "hosts"]
+        return sorted(p for root in roots if root.is_dir() for p in root.iterdir() if ".iso" in p.name)
+
+    def site(
+        self,
+        *,
+        check: bool = False,
+        inventory: Path = INVENTORY,
+        limit: str = "metal_clusters",
+        kill_after: str | None = None,
+        **extra_vars: Any,
+    ) -> PlaybookRun:
+        env = {"LAB_STATE_DIR": str(self.state), "TMPDIR": str(self.tmp)}
+        if kill_after:
+            env.update(
+                ANSIBLE_CALLBACK_PLUGINS=str(KILL_PLUGINS),
+                ANSIBLE_CALLBACKS_ENABLED="kill_after",
+                METALPLANE_KILL_AFTER=kill_after,
+            )
+        return run_playbook(
+            SITE,
+            inventory=inventory,
+            extra_vars=extra_vars or None,
+            env=env,
+            check=check,
+            diff=check,
+            limit=limit,
+            timeout=RUN_TIMEOUT,
+        )
+
+
+@contextmanager
+def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None) -> Iterator[MetalLab]:
+    """The lab on loopback with ``endpoints.yml`` in ``tmp/state`` (``bmcs``: name -> personality)."""
+    require_bootloaders()
+    state = tmp / "state"
+    state.mkdir()
+    specs = [BmcSpec(name=n, personality=p) for n, p in (bmcs or DEFAULT_BMCS).items()]
+    with (
+        ModelplaneEmulator(delay_scale=0.0) as modelplane,
+        ArtifactServer(state / "artifacts") as artifacts,
+        RedfishLab(bmcs=specs, delay_scale=DELAY_SCALE, state_dir=state) as redfish,
+        MetalFleet(redfish.states, state, delay_scale=DELAY_SCALE) as fleet,
+    ):
+        described = fleet.describe()
+        endpoints = {
+            "lab": {"state_dir": str(state), "delay_scale": DELAY_SCALE},
+            "emulators": {
+                "artifacts": {
+                    "base_url": artifacts.base_url,
+                    "installer_isos": {
+                        shape: {
+                            "url": f"{artifacts.base_url}/{name}",
+                            "sha256": _sha256(state / "artifacts" / name),
+                        }
+                        for shape, name in artifacts.vendor_isos.items()
+                    },
+                },
+                "modelplane": {"kubeconfig": str(modelplane.kubeconfig_path)},
+                "redfish": {**redfish.describe(), "hosts": described["hosts"], "ssh_key": described["ssh_key"]},
+            },
+        }
+        (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
+        yield MetalLab(redfish, fleet, modelplane, artifacts, state, tmp)
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def single_host_inventory(tmp: Path, bmc: str) -> Path:
+    """``inventories/lab`` with a pool of one BMC and a cluster on it (the node address and port are that host's)."""
+    inventory = tmp / f"inventory-{bmc}"
+    inventory.mkdir()
+    shutil.copytree(INVENTORY / "group_vars", inventory / "group_vars")
+    host = f"lab.emulators.redfish.hosts['{bmc}']"
+    cluster = {
+        "cluster_networks": ["10.244.0.0/16", "10.96.0.0/12"],
+        "baremetal_host_pool": "lab",
+        "baremetal_host_requirements": {"gpu_model": "V100", "gpu_count": 2},
+        "baremetal_host_node_ip": f"{{{{ {host}.ssh_address }}}}/{{{{ {host}.prefix }}}}",
+        "baremetal_host_gateway": f"{{{{ {host}.gateway }}}}",
+        "baremetal_host_dns": [f"{{{{ {host}.gateway }}}}"],
+        "baremetal_host_ssh_port": f"{{{{ {host}.ssh_port }}}}",
+    }
+    hosts = {"all": {"children": {"metal_clusters": {"hosts": {CLUSTER: cluster}}, "pool_lab": {"hosts": {bmc: None}}}}}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts, sort_keys=False))
+    return inventory

@@ -1,0 +1,144 @@
+"""playbooks/site.yml's bare-metal path on the lab: a host claimed, installed over its BMC, reachable over SSH with
+the pinned key and its marker, left alone on a second run, powered on again after a power loss, and torn down.
+
+Why through site.yml and the shipped inventories/lab: the role's promises are about whole runs (one claim and one
+install, changed=0 the second time, a recovery instead of a reinstall, a teardown that leaves the BMC off, empty,
+with its boot order back and no claim or ISO behind), so each is checked against what the BMC, the simulated
+server, the control plane's Leases and the controller's files show after real ansible-playbook runs.
+
+The default run drives the iDRAC8 R730 of the shipped inventory (the reference user's BMC); the iDRAC9 and generic
+personalities, a power cut, a dry and a protected teardown run with METALPLANE_METAL_FULL=1 (``make test-metal``);
+docs/testing/metal.md has the measured times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab, single_host_inventory
+
+FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
+ROLE = "metalplane.inference.baremetal_host : "
+
+
+@pytest.fixture
+def lab(ansible_tmp: Path) -> Iterator[MetalLab]:
+    with metal_lab(ansible_tmp) as metal:
+        yield metal
+
+
+def task(run: object, name: str) -> dict:
+    return run.task(ROLE + name, host=CLUSTER)  # type: ignore[attr-defined]
+
+
+def assert_provisioned(lab: MetalLab, bmc: str) -> None:
+    host = lab.host(bmc)
+    assert host["phase"] == "os-up", host
+    assert host["reachable"], host
+    assert host["installs"] == 1, f"installed {host['installs']} times"
+    held = lab.held_by(CLUSTER)
+    assert len(held) == 1, [lease["metadata"]["name"] for lease in held]
+    record = json.loads(held[0]["metadata"]["annotations"]["metalplane.inference/provisioning"])
+    assert (record["phase"], record["generation"]) == ("installed", 1)
+    assert record["root_disk"] == {"wwn": lab.redfish.states[bmc].disk["wwn"]}
+    assert lab.isos() == [], "the ISO (it holds the host's secrets) must be deleted after the eject"
+    state = lab.redfish.states[bmc]
+    assert not any(slot["inserted"] for slot in state.virtual_media.values())
+
+
+def assert_torn_down(lab: MetalLab, bmc: str, boot_order_before: list[str] | None) -> None:
+    state = lab.redfish.states[bmc]
+    assert state.power_state == "Off"
+    assert not any(slot["inserted"] for slot in state.virtual_media.values())
+    if boot_order_before is not None:  # iDRAC8: a BIOS job applies it at the next power-on
+        boot = state.boot
+        assert (boot["pending_boot_seq"] or boot["boot_seq"]) == boot_order_before
+    assert lab.held_by(CLUSTER) == []
+    assert lab.isos() == []
+    wipes = [call for call in lab.host(bmc)["shim_calls"] if call["action"] == "wipe"]
+    assert wipes, "nothing was wiped"
+    assert all(state.disk["wwn"] in call["target"] for call in wipes), wipes
+
+
+@pytest.mark.timeout(1800)
+def test_r730_up_again_and_down(lab: MetalLab) -> None:
+    """The iDRAC8 path: installed to SSH with its marker, left alone the second time, torn down."""
+    order_before = lab.redfish.states["r730-1"].boot["boot_seq"]
+
+    up = lab.site()
+    assert up.rc == 0, up.stdout[-3000:] + up.stderr[-2000:]
+    assert_provisioned(lab, "r730-1")
+    boot = lab.redfish.states["r730-1"].boot
+    assert boot["boot_seq"][0] == "HardDisk.List.1-1", boot  # disk first, verified after the boot from disk
+    # iDRAC8: the virtual CD was put ahead of the disk for the install, only because it was not there.
+    assert task(up, "Put the virtual CD ahead of the disk in the persistent boot order")["changed"]
+    added = task(up, "Add the nodes to the inventory (group metal_nodes)")["results"][0]["add_host"]
+    assert added["host_name"] == "lab-r730-node"
+
+    again = lab.site()
+    assert again.rc == 0
+    assert again.changed(CLUSTER) == 0, again.stdout[-3000:]
+    assert lab.host("r730-1")["installs"] == 1
+
+    down = lab.site(cluster_state="absent")
+    assert down.rc == 0, down.stdout[-3000:]
+    assert_torn_down(lab, "r730-1", order_before)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
+@pytest.mark.timeout(2400)
+def test_r730_power_loss_dry_teardown_protected(lab: MetalLab) -> None:
+    """A power cut is a recovery, not a reinstall; a dry teardown names the disk; protected refuses; absent twice."""
+    up = lab.site()
+    assert up.rc == 0, up.stdout[-3000:]
+
+    lab.redfish.states["r730-1"].reset_system("ForceOff")
+    recovered = lab.site()
+    assert recovered.rc == 0, recovered.stdout[-3000:]
+    result = task(recovered, "Power the installed host on again (no reinstall)")
+    assert result["changed"]
+    assert result["recovered_by"] == "power_on"
+    assert_provisioned(lab, "r730-1")
+
+    dry = lab.site(check=True, cluster_state="absent")
+    assert dry.rc == 0, dry.stdout[-3000:]
+    said = task(dry, "Show what would be wiped")["msg"]
+    wwn = lab.redfish.states["r730-1"].disk["wwn"]
+    assert f"/dev/disk/by-id/wwn-{wwn}" in said, said
+    assert lab.redfish.states["r730-1"].power_state == "On"
+    assert len(lab.held_by(CLUSTER)) == 1
+
+    refused = lab.site(cluster_state="absent", baremetal_host_protected=True)
+    assert refused.rc != 0
+    assert "protected" in task(refused, "Refuse to tear down a protected cluster")["msg"]
+    assert lab.redfish.states["r730-1"].power_state == "On"
+
+    down = lab.site(cluster_state="absent")
+    assert down.rc == 0, down.stdout[-3000:]
+    gone = lab.site(cluster_state="absent")
+    assert gone.rc == 0
+    assert gone.changed(CLUSTER) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FULL, reason="the other personalities run with METALPLANE_METAL_FULL=1 (make test-metal)")
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("bmc", ["r740-1", "gen-1"])
+def test_other_personalities_up_again_and_down(lab: MetalLab, bmc: str) -> None:
+    """iDRAC9 and a generic DMTF BMC: the one-time Cd boot, no boot order fix, the same end state."""
+    inventory = single_host_inventory(lab.tmp, bmc)
+    up = lab.site(inventory=inventory)
+    assert up.rc == 0, up.stdout[-3000:] + up.stderr[-2000:]
+    assert_provisioned(lab, bmc)
+    assert task(up, "Put the virtual CD ahead of the disk in the persistent boot order").get("skipped")
+    again = lab.site(inventory=inventory)
+    assert again.rc == 0
+    assert again.changed(CLUSTER) == 0
+    down = lab.site(inventory=inventory, cluster_state="absent")
+    assert down.rc == 0, down.stdout[-3000:]
+    assert_torn_down(lab, bmc, None)
