@@ -19,7 +19,8 @@ import dataclasses
 import getpass
 import re
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
@@ -131,6 +132,33 @@ def connect_store(params: Mapping[str, Any]) -> Any:
         auth["validate_certs"] = params["validate_certs"]
     client = KubeClient.from_auth({k: v for k, v in auth.items() if v is not None})
     return c.KubeLeaseStore(client, KUBE_REQUEST_TIMEOUT)
+
+
+@contextmanager
+def opened_store(module: Any, store_factory: StoreFactory | None = None) -> Iterator[Any]:
+    """The claim store of one module run, closed when the run is done.
+
+    The real store (``connect_store``, which needs the kubernetes library) unless a test passes its own factory.
+    """
+    if store_factory is None:
+        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
+
+        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
+        store_factory = connect_store
+    store = store_factory(module.params)
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
+
+def require_sushy(module: Any) -> None:
+    """Fail naming the missing library before any request when the real Redfish client is needed."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import SUSHY_IMPORT_ERROR
+
+    module.require("sushy", SUSHY_IMPORT_ERROR)
 
 
 def default_claimer() -> str:
@@ -539,25 +567,14 @@ def run_host_claim(
     module: Any, *, store_factory: StoreFactory | None = None, bmc_opener: BmcOpener | None = None
 ) -> dict[str, Any]:
     """``host_claim``: claim (``state=present``) or release (``absent``) a pool host for a cluster."""
-    from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
-    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import SUSHY_IMPORT_ERROR
-
-    if store_factory is None:
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        store_factory = connect_store
     if bmc_opener is None:
-        module.require("sushy", SUSHY_IMPORT_ERROR)
+        require_sushy(module)
     inputs = Inputs(module.params)  # validate before connecting anywhere
     _cluster(module.params)
     _check_host_option(module.params, inputs)
-    store = store_factory(module.params)
-    try:
+    with opened_store(module, store_factory) as store:
         run = ClaimRun(module, store, bmc_opener or open_redfish(inputs.api_timeout))
         result = run.present() if run.state == "present" else run.absent()
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
     if "diff" in result and not module.diff_mode:
         result.pop("diff")
     return result
@@ -614,17 +631,10 @@ def run_host_pool_info(
     module: Any, *, store_factory: StoreFactory | None = None, bmc_opener: BmcOpener | None = None
 ) -> dict[str, Any]:
     """``host_pool_info``: read-only; one Lease list for the pool, one BMC check per free host."""
-    from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
-    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import SUSHY_IMPORT_ERROR
-
-    if store_factory is None:
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        store_factory = connect_store
     if bmc_opener is None:
-        module.require("sushy", SUSHY_IMPORT_ERROR)
+        require_sushy(module)
     inputs = Inputs(module.params)
-    store = store_factory(module.params)
-    try:
+    with opened_store(module, store_factory) as store:
         leases = store.list(inputs.namespace, c.pool_selector(inputs.pool))
         return pool_report(
             inputs,
@@ -632,7 +642,3 @@ def run_host_pool_info(
             bmc_opener or open_redfish(inputs.api_timeout),
             probe=module.params.get("check_bmcs", True) is not False,
         )
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()

@@ -104,6 +104,45 @@ class Inventory:
         }
 
 
+# The inventory variables of a pool host (group ``pool_<name>``) and the host entry key each one fills; the
+# variable names are the collection's inventory convention (docs/roles/baremetal_host.md), the keys ``HOST_KEYS``.
+POOL_HOST_VARIABLES: tuple[tuple[str, str, Any], ...] = (
+    # (entry key, inventory variable, value when the variable is not set)
+    ("bmc_url", "bmc_url", ""),
+    ("username", "bmc_username", ""),
+    ("password", "bmc_password", ""),
+    ("personality", "bmc_personality", None),
+    ("boot_mac", "boot_mac", ""),
+    ("validate_certs", "bmc_validate_certs", True),
+    ("ca_cert", "bmc_ca_cert", None),
+    ("root_disk", "root_disk", {}),
+    ("facts", "host_facts", {}),
+)
+POOL_GROUP_PREFIX = "pool_"
+
+
+def pools_from_inventory(
+    pool_names: Sequence[str], groups: Mapping[str, Sequence[str]], host_vars: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """``[{name, hosts}]`` for each distinct pool name, its hosts as ``host_claim`` takes them.
+
+    A variable the inventory does not set is passed empty (not left out), so the module that checks the entry
+    names the field (``hosts[<i>].bmc_url``) instead of a Jinja undefined-variable error naming nothing useful.
+    """
+    pools: list[dict[str, Any]] = []
+    for pool in dict.fromkeys(str(name) for name in pool_names if name):
+        hosts = []
+        for host in groups.get(POOL_GROUP_PREFIX + pool, ()):
+            known = host_vars.get(host, {})
+            entry = {"name": host}
+            for key, variable, missing in POOL_HOST_VARIABLES:
+                value = known.get(variable)
+                entry[key] = missing if value is None else value
+            hosts.append(entry)
+        pools.append({"name": pool, "hosts": hosts})
+    return pools
+
+
 def normalise_mac(field_name: str, value: Any) -> str:
     """``AA-BB-...`` or ``aa:bb:...`` -> ``aa:bb:...``; anything else is an InputError naming the field."""
     text = str(value or "").strip()

@@ -737,30 +737,18 @@ def _read_claims(
     module: Any, checked: Checked, store_factory: Callable[[Mapping[str, Any]], Any] | None, namespace: str
 ) -> tuple[dict[str, list[dict[str, Any]]], list[Problem]]:
     """Stage 2's one read of the control plane: the Leases of every pool a cluster names."""
-    from .claim_run import connect_store
+    from .claim_run import opened_store
 
-    if store_factory is None:
-        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import (
-            KUBERNETES_IMPORT_ERROR,
-        )
-
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        store_factory = connect_store
     used = sorted({cluster.pool for cluster in checked.clusters if cluster.pool in checked.pools})
-    store = None
     try:
-        store = store_factory(module.params)
-        return read_leases(store, namespace, used), []
+        with opened_store(module, store_factory) as store:
+            return read_leases(store, namespace, used), []
     except MetalplaneError as exc:
         return {}, [
             Problem(
                 "kubeconfig", f"cannot read the host claims (Leases in {namespace}) on the control plane: {exc.msg}"
             )
         ]
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
 
 
 def run_metal_preflight(
@@ -771,7 +759,7 @@ def run_metal_preflight(
     iso_check: IsoCheck | None = None,
 ) -> dict[str, Any]:
     """``metal_preflight``: shape, then claims and BMCs, then ISOs; fail once listing every problem."""
-    from .claim_run import open_redfish
+    from .claim_run import open_redfish, require_sushy
 
     params = module.params
     checked, problems = _check_options(module)
@@ -782,11 +770,7 @@ def run_metal_preflight(
     probe: Probe | None = None
     if params.get("check_bmcs", True) is not False:
         if bmc_opener is None:
-            from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import (
-                SUSHY_IMPORT_ERROR,
-            )
-
-            module.require("sushy", SUSHY_IMPORT_ERROR)
+            require_sushy(module)
             bmc_opener = open_redfish(timeout)
         probe = bmc_probe(bmc_opener)
     leases, problems = _read_claims(module, checked, store_factory, namespace)

@@ -34,7 +34,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.waiti
 
 from . import claims as c
 from . import provision as pv
-from .claim_run import WRITE_ATTEMPTS, Inputs, _cluster, connect_store
+from .claim_run import WRITE_ATTEMPTS, Inputs, _cluster, opened_store, require_sushy
 from .pool import Host
 
 # Seconds one SSH probe may take to connect (a powered-off host on a real network never answers).
@@ -212,26 +212,16 @@ class Claimed:
 def _with_claimed(
     module: Any, store_factory: Any, action: Callable[[Claimed], dict[str, Any]], *, required: bool
 ) -> dict[str, Any]:
-    from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
-    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import SUSHY_IMPORT_ERROR
-
     if store_factory is None:
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        module.require("sushy", SUSHY_IMPORT_ERROR)
-        store_factory = connect_store
+        require_sushy(module)
     Inputs(module.params)  # every input is checked before the first request
     _cluster(module.params)
-    store = store_factory(module.params)
-    claimed: Claimed | None = None
-    try:
+    with opened_store(module, store_factory) as store:
         claimed = Claimed(module, store, required=required)
-        result = action(claimed)
-    finally:
-        if claimed is not None:
+        try:
+            result = action(claimed)
+        finally:
             claimed.close()
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
     if "diff" in result and not module.diff_mode:
         result.pop("diff")
     return result

@@ -23,6 +23,7 @@ from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab, single_ho
 
 FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
 ROLE = "metalplane.inference.baremetal_host : "
+PREFLIGHT = "Check every bare-metal cluster and its pool (rules, claims, BMC inventories, installer ISOs; no write)"
 
 
 @pytest.fixture
@@ -115,7 +116,9 @@ def test_r730_power_loss_dry_teardown_protected(lab: MetalLab) -> None:
 
     refused = lab.site(cluster_state="absent", baremetal_host_protected=True)
     assert refused.rc != 0
-    assert "protected" in task(refused, "Refuse to tear down a protected cluster")["msg"]
+    # site.yml's metal preflight refuses it before any write, naming the field (the role refuses too, when used alone).
+    refusal = refused.task(PREFLIGHT, host=CLUSTER)["msg"]
+    assert "clusters[0].protected" in refusal, refusal
     assert lab.redfish.states["r730-1"].power_state == "On"
 
     down = lab.site(cluster_state="absent")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._metal import pool
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import (
     Inventory,
     Requirements,
@@ -196,3 +197,96 @@ def test_inventory_from_redfish_readings() -> None:
         "gpus": [V100, "GPU-X"],
         "macs": [MAC],
     }
+
+
+# ------------------------------------------------------------------------------------- pools from the inventory
+FULL_HOST_VARS = {
+    "bmc_url": "https://idrac-1.example",
+    "bmc_username": "root",
+    "bmc_password": "secret",
+    "bmc_personality": "idrac8",
+    "boot_mac": "00:5c:52:31:3a:9c",
+    "bmc_validate_certs": False,
+    "bmc_ca_cert": "/etc/ca.pem",
+    "root_disk": {"wwn": "0x5000c500a1b2c3d4"},
+    "host_facts": {"gpu_model": "V100", "gpu_count": 2},
+    "ansible_connection": "local",  # not a pool host key: never passed on
+}
+FULL_ENTRY = {
+    "name": "r730-1",
+    "bmc_url": "https://idrac-1.example",
+    "username": "root",
+    "password": "secret",
+    "personality": "idrac8",
+    "boot_mac": "00:5c:52:31:3a:9c",
+    "validate_certs": False,
+    "ca_cert": "/etc/ca.pem",
+    "root_disk": {"wwn": "0x5000c500a1b2c3d4"},
+    "facts": {"gpu_model": "V100", "gpu_count": 2},
+}
+EMPTY_ENTRY = {
+    "name": "r730-1",
+    "bmc_url": "",
+    "username": "",
+    "password": "",
+    "personality": None,
+    "boot_mac": "",
+    "validate_certs": True,
+    "ca_cert": None,
+    "root_disk": {},
+    "facts": {},
+}
+
+
+@pytest.mark.parametrize(
+    ("names", "groups", "host_vars", "expected"),
+    [
+        pytest.param(
+            ["lab"],
+            {"pool_lab": ["r730-1"]},
+            {"r730-1": FULL_HOST_VARS},
+            [{"name": "lab", "hosts": [FULL_ENTRY]}],
+            id="every-variable",
+        ),
+        pytest.param(
+            ["lab"],
+            {"pool_lab": ["r730-1"]},
+            {"r730-1": {}},
+            [{"name": "lab", "hosts": [EMPTY_ENTRY]}],
+            id="none-set-passed-empty",
+        ),
+        pytest.param(
+            ["lab"],
+            {"pool_lab": ["r730-1"]},
+            {"r730-1": {"bmc_validate_certs": None, "host_facts": None}},
+            [{"name": "lab", "hosts": [EMPTY_ENTRY]}],
+            id="null-is-not-set",
+        ),
+        pytest.param(
+            ["lab", "lab", ""], {"pool_lab": []}, {}, [{"name": "lab", "hosts": []}], id="distinct-names-only"
+        ),
+        pytest.param(
+            ["gone"], {"pool_lab": ["r730-1"]}, {}, [{"name": "gone", "hosts": []}], id="unknown-pool-is-empty"
+        ),
+        pytest.param(
+            ["b", "a"],
+            {"pool_a": ["a-1"], "pool_b": ["b-1"]},
+            {},
+            [
+                {"name": "b", "hosts": [{**EMPTY_ENTRY, "name": "b-1"}]},
+                {"name": "a", "hosts": [{**EMPTY_ENTRY, "name": "a-1"}]},
+            ],
+            id="order-kept",
+        ),
+    ],
+)
+def test_pools_from_inventory(
+    names: list[str], groups: dict[str, list[str]], host_vars: dict[str, dict[str, Any]], expected: list[dict[str, Any]]
+) -> None:
+    assert pool.pools_from_inventory(names, groups, host_vars) == expected
+
+
+def test_pool_entries_carry_only_host_claim_keys() -> None:
+    """Every key the filter fills is one ``parse_hosts`` accepts, so no inventory entry is refused as a typo."""
+    entry = pool.pools_from_inventory(["lab"], {"pool_lab": ["r730-1"]}, {"r730-1": FULL_HOST_VARS})[0]["hosts"][0]
+    assert set(entry) == set(pool.HOST_KEYS)
