@@ -34,12 +34,12 @@ def posts(emu: VultrEmulator, path: str) -> int:
     return emu.request_count("POST", path)
 
 
-# ---- 1. vpc_only: a 500 that left a partial cluster or pool --------------------------------------
+# ---- 1. vpc_only under the override: a 500 that left a partial cluster or pool-----------------------------------
 
 
 def test_vpc_only_partial_cluster_is_deleted_and_explained(vplay: Any, emu: VultrEmulator) -> None:
     emu.state.vpc_only_partial = True  # VKE creates the cluster, then answers 500
-    run = vplay([failing(cluster_task("vpc", vpc_only=True, vpc_id="vpc-1"))])
+    run = vplay([failing(cluster_task("vpc", vpc_only=True, vpc_id="vpc-1", allow_vpc_only=True))])
     result = run.task("vpc")
     assert result.get("failed") is True, result
     assert "vpc_only" in result["msg"]
@@ -57,7 +57,7 @@ def test_vpc_only_partial_pool_is_deleted_and_explained(vplay: Any, emu: VultrEm
     run = vplay([cluster_task("cluster")])
     assert run.rc == 0, run.stdout[-3000:]
     emu.state.vpc_only_partial = True
-    run = vplay([failing(pool_task("pool", label="gpu", plan=GPU_PLAN, vpc_only=True))])
+    run = vplay([failing(pool_task("pool", label="gpu", plan=GPU_PLAN, vpc_only=True, allow_vpc_only=True))])
     result = run.task("pool")
     assert result.get("failed") is True, result
     assert "node pool 'gpu'" in result["msg"]
@@ -67,7 +67,7 @@ def test_vpc_only_partial_pool_is_deleted_and_explained(vplay: Any, emu: VultrEm
     assert posts(emu, r"/node-pools$") == 1
 
 
-# ---- 5. vpc_only reaches every pool (when VKE accepts it) ----------------------------------------
+# ---- 5. vpc_only reaches every pool (when VKE accepts it, under the override) ----------------------------------------
 
 
 def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: VultrEmulator) -> None:
@@ -75,10 +75,10 @@ def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: Vult
     gpu = {"label": "gpu", "plan": GPU_PLAN}
     run = vplay(
         [
-            cluster_task("cluster", vpc_only=True, vpc_id="vpc-1", node_pools=[gpu]),
-            pool_task("inherits", label="gpu2", plan=GPU_PLAN_2),
+            cluster_task("cluster", vpc_only=True, vpc_id="vpc-1", node_pools=[gpu], allow_vpc_only=True),
+            pool_task("inherits", label="gpu2", plan=GPU_PLAN_2, allow_vpc_only=True),
             pool_task("public", label="gpu3", plan=GPU_PLAN_2, vpc_only=False),
-            pool_task("drift", label="gpu3", plan=GPU_PLAN_2, vpc_only=True),
+            pool_task("drift", label="gpu3", plan=GPU_PLAN_2, vpc_only=True, allow_vpc_only=True),
             cluster_task("cluster drift", node_pools=[{**gpu, "vpc_only": False}]),
         ]
     )
