@@ -458,7 +458,8 @@ class Smoke:
         gpus = int(p.get("gpus") or 1)
         size = int(p.get("cache_size_gib") or 0)
         served = (p.get("served_model_name") or model).strip()
-        request = chat_request(served, p.get("prompt") or DEFAULT_PROMPT, int(p.get("max_tokens") or 32))
+        max_tokens = p.get("max_tokens")
+        request = chat_request(served, p.get("prompt") or DEFAULT_PROMPT, 32 if max_tokens is None else int(max_tokens))
         return {
             "model": model,
             "served": served,
