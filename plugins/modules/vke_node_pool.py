@@ -125,7 +125,7 @@ options:
         applies it only together with a plan change, which creates a new pool).
       - VKE fails VPC-only creates with HTTP 500 (Vultr ticket YTM-97SIL), so a pool that would be created VPC-only
         (given, or inherited from the cluster) is refused before the create unless O(allow_vpc_only=true). Under the
-        override, a 500 is never re-sent: the module deletes any pool the failed create left behind and fails with
+        override, a 500 is never re-sent; the module deletes any pool the failed create left behind and fails with
         an explanation.
     type: bool
   allow_vpc_only:

@@ -478,6 +478,12 @@ class Smoke:
         control = self.connector(self.params, "control")
         try:
             gateway.require_gateway_api(control)
+            if self.check and not self._serving(control):
+                # A dry run whose adoption is planned, not done: nothing to plan against yet.
+                self.actions.append(
+                    f"run the smoke test once InferenceCluster {self.cluster} serves (a dry run does not adopt it)"
+                )
+                return {"changed": False, "actions": self.actions, "removed": [], "cluster": self.cluster}
             target, engine, objects = self._plan(control, inputs)
             self._remove(control, self._leftovers(control), leftover=True)
             if self.check:
@@ -519,6 +525,10 @@ class Smoke:
             )
         finally:
             control.close()
+
+    def _serving(self, control: Any) -> bool:
+        ic = control.get(API_VERSION, KIND_INFERENCE_CLUSTER, self.cluster)
+        return ic is not None and not readiness.unmet(ic)
 
     def _plan(self, control: Any, inputs: dict[str, Any]) -> tuple[Target, dict[str, Any], list[dict[str, Any]]]:
         """Everything checked and built before the first write."""

@@ -396,6 +396,17 @@ def test_check_mode_plans_and_writes_nothing() -> None:
     ]
 
 
+def test_check_mode_before_the_adoption_says_so() -> None:
+    control = control_plane()
+    control.objects.pop((MP, "InferenceCluster", None, CLUSTER))
+    result = run(control, check=True)
+    assert result["changed"] is False
+    assert result["actions"] == [
+        f"run the smoke test once InferenceCluster {CLUSTER} serves (a dry run does not adopt it)"
+    ]
+    assert control.writes == []
+
+
 def test_leftovers_of_an_interrupted_run_are_removed_first() -> None:
     control = control_plane()
     leftover = smoke.model_service(f"smoke-{CLUSTER}", "default", CLUSTER, "x")
