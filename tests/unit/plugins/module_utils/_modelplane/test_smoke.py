@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,6 +87,17 @@ def test_engine_fits_the_gpu_generation(attributes: dict[str, Any], image: str, 
     assert ("--dtype=half" in engine["args"]) is half  # no bfloat16 before compute capability 8.0
     assert engine["generation"].startswith(generation)
     assert engine["args"][:2] == ["--model=m/x", "--served-model-name=x"]
+
+
+def test_engine_for_the_captured_h200() -> None:
+    """The compute capability nvidia-smi reported on a real H200 (tests/unit/fixtures/nvidia) picks the bf16 engine."""
+    csv = Path(__file__).parents[3] / "fixtures" / "nvidia" / "h200-580.159.04-open" / "nvidia-smi-query-gpu.csv"
+    header, row = (line.split(", ") for line in csv.read_text().splitlines()[:2])
+    cc = dict(zip(header, row, strict=True))["compute_cap"]
+    device = {"attributes": {"cudaComputeCapability": {"version": f"{cc}.0"}}}
+    engine = engines.engine_for(device, model="m", served_model_name="m", gpus=1, image=None)
+    assert (engine["compute_capability"], engine["image"]) == ("9.0", engines.MODERN_IMAGE)
+    assert "--dtype=half" not in engine["args"]
 
 
 def test_engine_for_pascal_needs_an_image() -> None:
