@@ -238,7 +238,12 @@ def test_modelplane_adopt_lifecycle(
 
     ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
     assert ic is not None
-    assert ic["metadata"]["labels"] == {**MANAGED, "modelplane.ai/region": "ewr"}
+    # The cluster's own label, which pins a ModelDeployment to it (the smoke test's clusterSelector).
+    assert ic["metadata"]["labels"] == {
+        **MANAGED,
+        "modelplane.ai/region": "ewr",
+        "metalplane.inference/cluster": CLUSTER,
+    }
     assert ic["spec"]["cluster"] == {
         "source": "Existing",
         "existing": {
