@@ -11,7 +11,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import pytest
 from integration.vultr._tasks import cluster_task, failing, pool_task
 
 from lab.vultr.server import VultrEmulator
@@ -248,27 +247,27 @@ def test_bad_input_fails_before_creating(vplay: Any, emu: VultrEmulator) -> None
     assert emu.clusters == {}
 
 
-@pytest.mark.parametrize(
-    ("task", "field"),
-    [
-        (cluster_task("cluster", vpc_only=True, vpc_id="vpc-1"), "vpc_only"),
-        (
-            cluster_task("pool", vpc_id="vpc-1", node_pools=[{"label": "gpu", "plan": GPU_PLAN, "vpc_only": True}]),
+def test_vpc_only_refused_before_any_request(vplay: Any, emu: VultrEmulator) -> None:
+    """VKE's known 500 (ticket YTM-97SIL): without the override nothing is sent, not even a read (one run, three
+    tasks: the cluster's vpc_only, a pool's in vke_cluster, and vke_node_pool's)."""
+    tasks = {
+        "cluster": (cluster_task("cluster", vpc_only=True, vpc_id="vpc-1"), "vpc_only"),
+        "cluster pool": (
+            cluster_task(
+                "cluster pool", vpc_id="vpc-1", node_pools=[{"label": "gpu", "plan": GPU_PLAN, "vpc_only": True}]
+            ),
             "node_pools[0].vpc_only",
         ),
-        (pool_task("pool", label="gpu", plan=GPU_PLAN, vpc_only=True), "vpc_only"),
-    ],
-    ids=["cluster", "cluster-pool", "node-pool"],
-)
-def test_vpc_only_refused_before_any_request(vplay: Any, emu: VultrEmulator, task: dict[str, Any], field: str) -> None:
-    """VKE's known 500 (ticket YTM-97SIL): without the override nothing is sent, not even a read."""
-    run = vplay([failing(task)])
-    result = run.task(task["name"])
-    assert result.get("failed") is True, result
-    assert result["msg"].startswith(f"{field}: VKE fails cluster and node pool creation with vpc_only"), result["msg"]
-    assert "YTM-97SIL" in result["msg"]
-    assert "HTTP 500" in result["msg"]
-    assert result["error"]["field"] == field
+        "node pool": (pool_task("node pool", label="gpu", plan=GPU_PLAN, vpc_only=True), "vpc_only"),
+    }
+    run = vplay([failing(task) for task, _field in tasks.values()])
+    for name, (_task, field) in tasks.items():
+        result = run.task(name)
+        assert result.get("failed") is True, result
+        assert result["msg"].startswith(f"{field}: VKE fails cluster and node pool creation with vpc_only"), name
+        assert "YTM-97SIL" in result["msg"]
+        assert "HTTP 500" in result["msg"]
+        assert result["error"]["field"] == field
     assert emu.request_count() == 0
 
 
