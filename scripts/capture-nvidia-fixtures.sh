@@ -5,7 +5,8 @@
 #
 #   scripts/capture-nvidia-fixtures.sh OUT_DIR
 #
-# OUT_DIR gets one file per probe plus source.txt naming the driver, GPU, kernel and OS they came from.
+# OUT_DIR gets one file per probe (the names tests/unit/fixtures/nvidia/README.md lists) plus source.txt naming
+# the driver, GPU, kernel and OS they came from. Zero <serial> and <uuid> before committing, and add expected.yml.
 set -uo pipefail
 
 out=${1:?usage: capture-nvidia-fixtures.sh OUT_DIR}
@@ -19,10 +20,10 @@ probe() {  # probe FILE CMD...: the command's stdout into FILE, its exit status 
   [ -s "$out/$file.stderr" ] || rm -f "$out/$file.stderr"
 }
 
-probe proc-driver-nvidia-version.txt cat /proc/driver/nvidia/version
+probe proc-version.txt cat /proc/driver/nvidia/version
 probe nvidia-smi.txt nvidia-smi
 probe nvidia-smi-q.xml nvidia-smi -q -x
-probe nvidia-smi-query-gpu.csv nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id,memory.total,persistence_mode,driver_version,compute_cap --format=csv
+probe query.csv nvidia-smi --query-gpu=name,driver_version,memory.total,pci.device_id --format=csv,noheader
 probe nvidia-smi-L.txt nvidia-smi -L
 probe proc-modules-nvidia.txt grep -E '^nvidia' /proc/modules
 probe uname-r.txt uname -r

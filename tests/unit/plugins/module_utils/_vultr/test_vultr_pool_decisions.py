@@ -115,7 +115,7 @@ class Catalogue(VultrClient):
         super().__init__("k", api_endpoint="http://127.0.0.1:9")
         self.paths: list[str] = []
 
-    def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
         path = self._path(url)
         self.paths.append(f"{method.upper()} {path}")
         if method.upper() == "GET" and path == AVAILABILITY:
@@ -201,7 +201,7 @@ def test_ownership_messages_name_the_marker_constant() -> None:
         def __init__(self) -> None:
             super().__init__("k", api_endpoint="http://127.0.0.1:9")
 
-        def _req(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
+        def request(self, method: str, url: str, data: Any = None, params: dict[str, Any] | None = None) -> Any:
             foreign = {"id": "c9", "label": "inf", "node_pools": [pool("gpu")]}
             return {"vke_clusters": [foreign], "meta": {"total": 1, "links": {"next": ""}}}
 
