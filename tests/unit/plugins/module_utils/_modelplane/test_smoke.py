@@ -23,6 +23,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     WaitTimeout,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import engines, smoke
+from ansible_collections.metalplane.inference.plugins.module_utils._nvidia import driver_version, gpus
 from ansible_collections.metalplane.inference.plugins.modules.modelplane_smoke import argument_spec
 
 CLUSTER = "vke-ewr-1"
@@ -90,14 +91,38 @@ def test_engine_fits_the_gpu_generation(attributes: dict[str, Any], image: str, 
 
 
 def test_engine_for_the_captured_h200() -> None:
-    """The compute capability nvidia-smi reported on a real H200 (tests/unit/fixtures/nvidia) picks the bf16 engine."""
-    csv = Path(__file__).parents[3] / "fixtures" / "nvidia" / "h200-580.159.04-open" / "nvidia-smi-query-gpu.csv"
-    header, row = (line.split(", ") for line in csv.read_text().splitlines()[:2])
-    cc = dict(zip(header, row, strict=True))["compute_cap"]
-    device = {"attributes": {"cudaComputeCapability": {"version": f"{cc}.0"}}}
-    engine = engines.engine_for(device, model="m", served_model_name="m", gpus=1, image=None)
-    assert (engine["compute_capability"], engine["image"]) == ("9.0", engines.MODERN_IMAGE)
-    assert "--dtype=half" not in engine["args"]
+    """The GPU a real H200's ``nvidia-smi -q -x`` reported (tests/unit/fixtures/nvidia), resolved by its PCI device id
+    through the driver preflight's GPU table to its compute capability, picks the bf16 engine; so does the
+    architecture nvidia-smi printed."""
+    xml = Path(__file__).parents[3] / "fixtures" / "nvidia" / "h200-580.159.04-open" / "nvidia-smi-q.xml"
+    (reported,) = driver_version.parse_smi_xml(xml.read_text()).gpus
+    model = gpus.lookup(f"0x{reported.pci_device_id}")
+    for attributes in (
+        {"cudaComputeCapability": {"version": f"{model.compute_capability}.0"}},
+        {"architecture": {"string": reported.architecture}},
+    ):
+        engine = engines.engine_for({"attributes": attributes}, model="m", served_model_name="m", gpus=1, image=None)
+        assert (engine["compute_capability"], engine["image"]) == ("9.0", engines.MODERN_IMAGE)
+        assert "--dtype=half" not in engine["args"]
+
+
+@pytest.mark.parametrize("gpu", gpus.MODELS, ids=lambda m: m.name)
+def test_engine_table_agrees_with_the_gpu_table(gpu: gpus.GpuModel) -> None:
+    """Every GPU the collection knows gets the same engine from its compute capability as from its architecture
+    name (the two attributes the NVIDIA DRA driver publishes), bf16 only from 8.0 and nothing below Volta."""
+    by_cc = {"attributes": {"cudaComputeCapability": {"version": f"{gpu.compute_capability}.0"}}}
+    by_arch = {"attributes": {"architecture": {"string": gpu.architecture}}}
+    cc = tuple(int(part) for part in gpu.compute_capability.split("."))
+    if cc < (7, 0):
+        for device in (by_cc, by_arch):
+            with pytest.raises(InputError):
+                engines.engine_for(device, model="m", served_model_name="m", gpus=1, image=None)
+        return
+    engine = engines.engine_for(by_cc, model="m", served_model_name="m", gpus=1, image=None)
+    same = engines.engine_for(by_arch, model="m", served_model_name="m", gpus=1, image=None)
+    assert (engine["image"], engine["args"]) == (same["image"], same["args"])
+    assert ("--dtype=half" in engine["args"]) is (cc < (8, 0))
+    assert (engine["image"] == engines.VOLTA_IMAGE) is (gpu.architecture == "Volta")
 
 
 def test_engine_for_pascal_needs_an_image() -> None:
