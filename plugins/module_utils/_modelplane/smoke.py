@@ -39,10 +39,12 @@ import hashlib
 import json
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_seconds
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
@@ -374,17 +376,19 @@ def pod_diagnosis(replica: str, pods: list[dict[str, Any]], events: list[dict[st
 
 def http_post(url: str, body: dict[str, Any], timeout: float) -> tuple[int, str]:
     """POST JSON; (status, text). Raises OSError when no HTTP answer came (refused, reset, timed out)."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with open_url(
+            url,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            timeout=timeout,
+        ) as response:
             return response.status, response.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode("utf-8", "replace")
+    except UrlsConnectionError as exc:  # ansible's wrapper of a failed connection (TLS, proxy): no HTTP answer
+        raise OSError(str(exc)) from exc
 
 
 # ---- the run --------------------------------------------------------------------------------------

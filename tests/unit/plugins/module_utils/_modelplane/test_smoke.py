@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -605,3 +609,43 @@ def test_keep_objects_leaves_them_and_reports_a_change() -> None:
         f"ModelReplica smoke-{CLUSTER}-abcde",
         f"ModelService smoke-{CLUSTER}",
     ]
+
+
+class _Answering(BaseHTTPRequestHandler):
+    """Answers every POST with the status its path names (``/503``) and echoes the JSON body it got."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        status = int(self.path.strip("/"))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(json.dumps({"got": json.loads(body), "type": self.headers["Content-Type"]}).encode())
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet: the test reads the answers, not the log."""
+
+
+@pytest.fixture(scope="module")
+def answering() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answering)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("status", [200, 404, 503])
+def test_http_post_returns_every_http_answer(answering: str, status: int) -> None:
+    """An HTTP answer of any status is returned, so that _chat can retry a 503 and explain a 401."""
+    code, text = smoke.http_post(f"{answering}/{status}", {"model": "m"}, 5)
+    assert code == status
+    assert json.loads(text) == {"got": {"model": "m"}, "type": "application/json"}
+
+
+def test_http_post_without_an_answer_raises_oserror() -> None:
+    with socket.socket() as sock:  # a port nothing listens on: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        with pytest.raises(OSError, match="refused"):
+            smoke.http_post(f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions", {}, 5)
