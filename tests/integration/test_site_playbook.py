@@ -31,6 +31,7 @@ from lab.vultr.server import VultrEmulator
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"
+SMOKE_PLAYBOOK = REPO / "playbooks" / "smoke.yml"
 LONGHORN_CHART = REPO / "tests" / "lab" / "charts" / "longhorn-standin"
 HELM = REPO / ".build" / "bin" / "helm"
 INVENTORY = REPO / "inventories" / "lab"
@@ -254,6 +255,7 @@ SMOKE = (
 SMOKE_INCLUDE = (
     "Prove the cluster serves - one chat completion through the gateway - when this run created or changed it"
 )
+SMOKE_REMOVE = "metalplane.inference.modelplane_smoke : Remove the cluster's smoke objects left by an interrupted run"
 SMOKE_KINDS = ("ModelDeployment", "ModelService", "ModelCache", "ModelReplica")
 
 
@@ -380,9 +382,27 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is not None
     assert lab["vultr"].request_count("DELETE") == deletes_before
 
+    # playbooks/smoke.yml on its own serves again; with keep_objects its objects (a replica pinned to the cluster)
+    # stay, as after an interrupted run: the down below removes them before un-adopting, which they would block.
+    kept_smoke = {"model": "Qwen/Qwen2.5-0.5B-Instruct", "wait_timeout": 300, "keep_objects": True}
+    on_demand = playbook(
+        SMOKE_PLAYBOOK,
+        inventory=INVENTORY,
+        extra_vars={"modelplane_smoke": kept_smoke},
+        env={"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"])},
+    )
+    assert on_demand.rc == 0, failure(on_demand)
+    assert on_demand.task(SMOKE, CLUSTER)["answer"]["first_tokens"].startswith("Hello from the metalplane lab")
+    assert len(lab["mp"].requests) == 2
+    left = smoke_objects(lab)
+    assert {entry.split()[0] for entry in left} == {"ModelDeployment", "ModelService", "ModelReplica"}, left
+
     workload.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
     down = run_site(playbook, lab, timeline=tmp_path / "down", cluster_state="absent")
     assert down.rc == 0, failure(down)
+    removed = down.task(SMOKE_REMOVE, CLUSTER)
+    assert removed["changed"] is True
+    assert removed["removed"] == [f"ModelService default/smoke-{CLUSTER}", f"ModelDeployment default/smoke-{CLUSTER}"]
     down_phases = phase_tasks(tmp_path / "down", CLUSTER)
     assert set(down_phases) == {"preflight", "teardown"}, down_phases
     assert down.task(UNADOPT, CLUSTER)["changed"]
