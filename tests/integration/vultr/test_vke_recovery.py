@@ -77,6 +77,8 @@ def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: Vult
         [
             cluster_task("cluster", vpc_only=True, vpc_id="vpc-1", node_pools=[gpu], allow_vpc_only=True),
             pool_task("inherits", label="gpu2", plan=GPU_PLAN_2, allow_vpc_only=True),
+            # Inherited without the override: refused before its create (the cluster lookup is the only request).
+            failing(pool_task("inherits refused", label="gpu4", plan=GPU_PLAN_2)),
             pool_task("public", label="gpu3", plan=GPU_PLAN_2, vpc_only=False),
             pool_task("drift", label="gpu3", plan=GPU_PLAN_2, vpc_only=True, allow_vpc_only=True),
             cluster_task("cluster drift", node_pools=[{**gpu, "vpc_only": False}]),
@@ -90,6 +92,10 @@ def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: Vult
         "gpu2": True,
         "gpu3": False,
     }
+    refused = run.task("inherits refused")
+    assert refused.get("failed") is True, refused
+    assert refused["error"]["field"] == "vpc_only"
+    assert "YTM-97SIL" in refused["msg"]
     drift = run.task("drift")
     assert drift["changed"] is False
     assert drift["drift"] == [{"field": "vpc_only", "observed": False, "desired": True}]
@@ -121,6 +127,10 @@ def test_upgrade_drift_invalid_target_and_valid_upgrade(vplay: Any, emu: VultrEm
     assert run.rc == 0, run.stdout[-3000:]  # the failing tasks ignore their errors
     assert run.task("create")["cluster"]["version"] == "v1.35.6+1", run.stdout[-3000:]
 
+    refused = run.task("inherits refused")
+    assert refused.get("failed") is True, refused
+    assert refused["error"]["field"] == "vpc_only"
+    assert "YTM-97SIL" in refused["msg"]
     drift = run.task("drift")
     assert drift["changed"] is False
     assert {"field": "version", "observed": "v1.35.6+1", "desired": "1.36", "reason": "running version differs"} in (
