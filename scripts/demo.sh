@@ -2,7 +2,8 @@
 # make demo: the collection's main job on the lab digital twin, start to finish.
 #   lab up -> site.yml (up) -> site.yml again (must change nothing) -> down.yml -> lab down
 # One VKE cluster with an A16 and an L40S pool is provisioned, its GPU stack validated, Longhorn RWX
-# storage installed and the cluster adopted into Modelplane; then all of it is taken away.
+# storage installed, the cluster adopted into Modelplane and proven to serve (one chat completion through the
+# gateway, phase smoke); then all of it is taken away.
 # The timeline callback prints seconds per cluster and phase, and writes JSON + HTML reports to
 # .build/demo/timeline-{up,down}/. Exits non-zero on any failure; the lab is stopped whatever happens.
 set -euo pipefail

@@ -8,8 +8,10 @@ task declares its phase with a ``phase:<name>`` tag, so the timeline needs nothi
 but a tag, works with any strategy and fork count, and never reads a task's arguments. From a
 result it reads only the keys that say a recovery was needed (``recovered_by``, ``auth_fallback``,
 ``reapplied``: the modules report them so a playbook and a timeline can show them), keeps their
-values only when they are short identifiers, and names the task only then: the reports hold host
-names, phase names, counts, durations and those recovery events, so no secret can leak into them.
+values only when they are short identifiers, and names the task only then; and the ``smoke`` key of
+``modelplane_smoke`` (the request line and the answer's first tokens, shortened), because "the cluster
+answered this" is what the run proves. Otherwise the reports hold host names, phase names, counts,
+durations and those events; a chat request and a model's answer carry no credential.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ description:
   - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
     role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
   - Known phases, shown in this order, are C(preflight), C(claim), C(boot), C(install), C(recovery) (bare metal),
-    C(provision), C(gpu_ready), C(storage), C(adoption), C(teardown), C(wipe) and C(release); other names
+    C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke), C(teardown), C(wipe) and C(release); other names
     (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and shown after them.
   - At the end of the run a table is printed (to standard error instead of standard output when the stdout callback
     writes JSON, so that output stays parseable).
@@ -33,6 +35,8 @@ description:
     and kind) in the table, the JSON file and the chart. The kinds come from the result keys C(recovered_by)
     (M(metalplane.inference.redfish_virtual_media), any value but C(none)), C(auth_fallback) (every Redfish
     module, when true) and C(reapplied) (M(metalplane.inference.redfish_boot), when true).
+  - The serving smoke test's result key C(smoke) (M(metalplane.inference.modelplane_smoke) - the request line and
+    the answer's first tokens, each shortened to 200 characters) is shown per host as a smoke event.
   - Otherwise the reports contain host names, phase names, task counts and durations only; never task arguments
     or other result values.
 requirements:
@@ -86,6 +90,7 @@ PHASES = (
     "gpu_ready",
     "storage",
     "adoption",
+    "smoke",
     "teardown",
     "wipe",
     "release",
@@ -113,6 +118,10 @@ NO_RECOVERY = "none"
 _RECOVERY_KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 # Longest task name kept for a recovery event.
 MAX_TASK_NAME = 120
+# modelplane_smoke's result key: {request: "POST <url> model=<name>", answer: "<first tokens>"}.
+SMOKE_KEY = "smoke"
+# Longest request line or answer kept for a smoke event.
+MAX_SMOKE_TEXT = 200
 # Stdout callbacks whose output is a machine-readable document the table must not corrupt.
 _MACHINE_STDOUT = re.compile(r"json", re.IGNORECASE)
 
@@ -157,6 +166,21 @@ def recoveries_in(result: Any) -> list[str]:
             found.append(value if _RECOVERY_KIND.match(value) else OTHER)
         found.extend(flag for flag in RECOVERY_FLAGS if item.get(flag) is True)
     return list(dict.fromkeys(found))
+
+
+def _short(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= MAX_SMOKE_TEXT else text[: MAX_SMOKE_TEXT - 3] + "..."
+
+
+def smoke_in(result: Any) -> dict[str, str] | None:
+    """The smoke test's request line and answer from a result (``smoke`` key), shortened; None without (pure)."""
+    if not isinstance(result, Mapping):
+        return None
+    smoke = result.get(SMOKE_KEY)
+    if not isinstance(smoke, Mapping) or not isinstance(smoke.get("request"), str):
+        return None
+    return {"request": _short(smoke["request"]), "answer": _short(smoke.get("answer") or "")}
 
 
 def task_name(task: Any) -> str:
@@ -217,6 +241,7 @@ class Timeline:
         self._open: dict[tuple[str, str], tuple[float, str]] = {}
         self.clusters: dict[str, dict[str, PhaseRecord]] = {}
         self.recoveries: dict[str, list[dict[str, Any]]] = {}
+        self.smoke: dict[str, list[dict[str, Any]]] = {}
 
     def now(self) -> float:
         return self._clock() - self.started
@@ -240,6 +265,11 @@ class Timeline:
         for kind in kinds:
             self.recoveries.setdefault(host, []).append({"task": task, "phase": phase, "at": at, "recovered_by": kind})
 
+    def smoked(self, host: str, phase: str, smoke: Mapping[str, str]) -> None:
+        """Record the smoke test's request and answer on ``host`` (at the current time)."""
+        event = {"phase": phase, "at": round(self.now(), 3), "request": smoke["request"], "answer": smoke["answer"]}
+        self.smoke.setdefault(host, []).append(event)
+
     def finish(self) -> None:
         """End of the run: tasks still open (interrupted, unreachable mid-way) are closed now."""
         for (host, task_id), (_start, phase) in list(self._open.items()):
@@ -261,6 +291,7 @@ class Timeline:
                 "failed": sum(r.failed for r in records.values()),
                 "phases": phases,
                 "recoveries": [dict(event) for event in self.recoveries.get(host, [])],
+                "smoke": [dict(event) for event in self.smoke.get(host, [])],
             }
         return {
             "version": SCHEMA_VERSION,
@@ -295,6 +326,12 @@ def render_table(report: dict[str, Any]) -> list[str]:
     if any(c["failed"] for c in clusters.values()):
         lines.append("! a task of this phase failed or did not finish")
     events = [(host, event) for host, data in clusters.items() for event in data.get("recoveries", [])]
+    answers = [(host, event) for host, data in clusters.items() for event in data.get("smoke", [])]
+    if answers:
+        lines.append("SMOKE (a chat completion through the gateway, answered)")
+        for host, event in answers:
+            lines.append(f"{host.ljust(width)}  {event['at']:>7.1f}s  {event['request']}")
+            lines.append(f"{' ' * width}  {'':>8}  -> {event['answer']}")
     if events:
         lines.append(f"RECOVERIES ({len(events)}: a task needed a recovery; see its result)")
         for host, event in events:
@@ -312,10 +349,11 @@ _COLOURS = {
     "gpu_ready": "#009e73",
     "storage": "#e69f00",
     "adoption": "#cc79a7",
+    "smoke": "#d55e00",
     "teardown": "#56b4e9",
     OTHER: "#999999",
 }
-_SPARE_COLOURS = ("#f0e442", "#d55e00", "#6a3d9a", "#b15928")
+_SPARE_COLOURS = ("#f0e442", "#6a3d9a", "#b15928", "#1b9e77")
 _FAILED_COLOUR = "#d62728"
 # Recovery markers (a diamond on the phase's row at the task's end): black stands out on every bar.
 _RECOVERY_COLOUR = "#000000"
@@ -403,7 +441,7 @@ table { border-collapse: collapse; margin-bottom: 2em; }
 th, td { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.failed { color: #d62728; font-weight: bold; }
-ul.recoveries { margin-top: -1em; margin-bottom: 1.5em; }
+ul.recoveries, ul.smoke { margin-top: -1em; margin-bottom: 1.5em; }
 svg.gantt { display: block; margin-bottom: 1.5em; }
 """
 
@@ -427,7 +465,7 @@ def render_html(report: dict[str, Any]) -> str:
         rows.append(f"<tr><td>{esc(host)}</td>{''.join(cells)}<td>{data['seconds']:.1f}</td></tr>")
     charts = [
         f'<section class="cluster"><h2>{esc(host)}</h2>\n{render_svg(host, data, report["duration"], custom)}'
-        f"{_recovery_list(data)}</section>"
+        f"{_smoke_list(data)}{_recovery_list(data)}</section>"
         for host, data in report["clusters"].items()
     ]
     playbooks = ", ".join(esc(p) for p in report["playbooks"]) or "-"
@@ -443,6 +481,20 @@ def render_html(report: dict[str, Any]) -> str:
         f"<table><thead><tr><th>cluster</th>{head}<th>total</th></tr></thead>\n"
         f"<tbody>{''.join(rows)}</tbody></table>\n" + "\n".join(charts) + "\n</body></html>\n"
     )
+
+
+def _smoke_list(data: dict[str, Any]) -> str:
+    """The cluster's answered smoke requests under its chart ("" when there were none)."""
+    events = data.get("smoke") or []
+    if not events:
+        return ""
+    esc = html.escape
+    items = "".join(
+        f"<li>{event['at']:.1f}s, smoke: <code>{esc(event['request'])}</code> answered "
+        f"<q>{esc(event['answer'])}</q></li>"
+        for event in events
+    )
+    return f'\n<ul class="smoke">{items}</ul>'
 
 
 def _recovery_list(data: dict[str, Any]) -> str:
@@ -529,9 +581,17 @@ class CallbackModule(CallbackBase):
             host, task = _result_host_task(result)
             self.timeline.recovered(host, task_name(task), task_phase(task), kinds)
 
+    def _smoke(self, result: Any) -> None:
+        """The smoke test's request and answer (``smoke``), when the task reports one."""
+        smoke = smoke_in(getattr(result, "_result", None))
+        if smoke is not None:
+            host, task = _result_host_task(result)
+            self.timeline.smoked(host, task_phase(task), smoke)
+
     def v2_runner_on_ok(self, result: Any) -> None:
         self._finished(result, failed=False)
         self._recoveries(result)
+        self._smoke(result)
 
     def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
         self._finished(result, failed=not ignore_errors)

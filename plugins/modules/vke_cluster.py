@@ -84,9 +84,16 @@ options:
     description:
       - Give the nodes no public interface (C(vpc_only) of the system pool on create, and the default of each
         O(node_pools[].vpc_only)). Create-only; a difference is reported in RV(drift).
-      - VKE has failed cluster creation with HTTP 500 for this. The module then never sends the request again,
-        deletes (with its linked resources) any cluster that the failed create left behind, waits until it is
+      - VKE fails cluster creation with HTTP 500 for this (Vultr ticket YTM-97SIL), so with O(state=present) it is
+        refused before any request unless O(allow_vpc_only=true). Under the override, a 500 is never re-sent; the
+        module deletes (with its linked resources) any cluster the failed create left behind, waits until it is
         gone, and fails with an explanation. Requires O(vpc_id) (a VPC with a NAT gateway).
+    type: bool
+    default: false
+  allow_vpc_only:
+    description:
+      - Send O(vpc_only) and O(node_pools[].vpc_only) anyway. The override for when Vultr has fixed the HTTP 500 of
+        VPC-only creates (ticket YTM-97SIL); until then O(vpc_only=true) without it fails before any request.
     type: bool
     default: false
   system_pool:
@@ -320,6 +327,7 @@ def argument_spec() -> dict[str, Any]:
         "enable_firewall": {"type": "bool", "default": False},
         "vpc_id": {"type": "str"},
         "vpc_only": {"type": "bool", "default": False},
+        "allow_vpc_only": {"type": "bool", "default": False},
         "system_pool": {"type": "dict", "options": system_pool_spec()},
         "node_pools": {"type": "list", "elements": "dict", "options": pool_item_spec()},
         "remove_extra_pools": {"type": "bool", "default": False},

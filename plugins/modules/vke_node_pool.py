@@ -123,9 +123,17 @@ options:
         cluster is VPC-only too.
       - Create-only. A difference on an existing pool is reported in RV(drift) and never applied (O(replace)
         applies it only together with a plan change, which creates a new pool).
-      - VKE has failed VPC-only creates with HTTP 500. The module then never sends the request again, deletes
-        any pool the failed create left behind, and fails with an explanation.
+      - VKE fails VPC-only creates with HTTP 500 (Vultr ticket YTM-97SIL), so a pool that would be created VPC-only
+        (given, or inherited from the cluster) is refused before the create unless O(allow_vpc_only=true). Under the
+        override, a 500 is never re-sent; the module deletes any pool the failed create left behind and fails with
+        an explanation.
     type: bool
+  allow_vpc_only:
+    description:
+      - Send O(vpc_only) anyway, the override for when Vultr has fixed the HTTP 500 of VPC-only creates (ticket
+        YTM-97SIL).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -213,6 +221,7 @@ def argument_spec() -> dict[str, Any]:
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "replace": {"type": "bool", "default": False},
         "force": {"type": "bool", "default": False},
+        "allow_vpc_only": {"type": "bool", "default": False},
     }
 
 

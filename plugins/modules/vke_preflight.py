@@ -14,6 +14,10 @@ description:
     pools), C(vpc_only) needs C(vpc_id), and networks: each entry of C(networks) must be a CIDR that overlaps
     neither VKE's fixed pod and service subnets (10.244.0.0/16, 10.96.0.0/12), nor O(reserved_networks), nor
     another cluster's networks (unless both declare the same C(vpc_id) and subnet)."
+  - "Known VKE limits, without the API: C(vpc_only=true) is refused with the reason (VKE answers VPC-only creates
+    with HTTP 500, Vultr ticket YTM-97SIL) unless C(allow_vpc_only=true); a class (a DRA device C(count) in
+    C(classes)) or a smoke test replica (C(smoke.gpus)) needing more GPUs than one node of its pool has is refused,
+    naming the limit: VKE GPU nodes have no GPU fabric, so serving is single-node."
   - "With the API (read-only, a fixed number of requests whatever the cluster count): the API key is accepted,
     the region exists, each plan is a GPU plan whose GPU model and count match
     C(gpu.type) and C(gpu.count) and which is available in the region (only for pools that do not run yet: a
@@ -32,8 +36,10 @@ options:
       - The clusters of the inventory. C(playbooks/site.yml) builds this list from the C(vke_cluster_*)
         host variables of the C(vke_clusters) group.
       - "Each entry: C(name), C(state) (C(present) or C(absent), default C(present)), C(region), C(version)
-        (default C(latest)), C(vpc_id), C(vpc_only), C(networks) (CIDRs the cluster uses, such as its VPC subnet)
-        and C(gpu_pools)."
+        (default C(latest)), C(vpc_id), C(vpc_only), C(allow_vpc_only) (the override of the C(vpc_only) refusal),
+        C(networks) (CIDRs the cluster uses, such as its VPC subnet), C(gpu_pools), C(classes) (the cluster's
+        InferenceClasses, C(modelplane_classes)) and C(smoke) (its smoke test, C(modelplane_smoke): C(model),
+        C(pool), C(gpus))."
       - "Each GPU pool: C(name), C(plan), C(gpu) (C(type) and C(count) per node), C(node_quantity), optional
         C(min_nodes), C(max_nodes), C(labels), C(taints) and C(class_name)."
     type: list

@@ -31,6 +31,7 @@ from lab.vultr.server import VultrEmulator
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"
+SMOKE_PLAYBOOK = REPO / "playbooks" / "smoke.yml"
 LONGHORN_CHART = REPO / "tests" / "lab" / "charts" / "longhorn-standin"
 HELM = REPO / ".build" / "bin" / "helm"
 INVENTORY = REPO / "inventories" / "lab"
@@ -175,6 +176,33 @@ def test_unreachable_or_foreign_control_plane_is_refused(playbook: Callable[...,
     assert_nothing_created(lab)
 
 
+def test_vke_limits_are_refused_before_anything_is_created(playbook: Callable[..., Any], lab: dict) -> None:
+    """vpc_only (VKE answers it with HTTP 500, Vultr ticket YTM-97SIL) and a smoke replica needing more GPUs than
+    one node has (no GPU fabric on VKE) are preflight problems, each naming its field."""
+    run = run_site(
+        playbook,
+        lab,
+        vke_cluster_vpc_only=True,
+        vke_cluster_vpc_id="vpc-1",
+        modelplane_smoke={"model": "Qwen/Qwen2.5-0.5B-Instruct", "gpus": 2},
+    )
+    assert run.rc != 0
+    problems = {p["field"]: p["msg"] for p in run.task(PREFLIGHT, CLUSTER)["error"]["problems"]}
+    assert set(problems) == {f"{CLUSTER}.vpc_only", f"{CLUSTER}.modelplane_smoke.gpus"}
+    assert "YTM-97SIL" in problems[f"{CLUSTER}.vpc_only"]
+    assert "no GPU fabric" in problems[f"{CLUSTER}.modelplane_smoke.gpus"]
+    assert_nothing_created(lab)
+
+
+def test_a_control_plane_without_a_gateway_is_refused_unless_managed(playbook: Callable[..., Any], lab: dict) -> None:
+    run = run_site(playbook, lab, modelplane_gateway_manage=False)
+    assert run.rc != 0
+    refused = run.task(GATEWAY_CHECK, CLUSTER)
+    assert "InferenceGateway 'default' not found" in refused["msg"]
+    assert "modelplane_gateway_manage" in refused["msg"]
+    assert_nothing_created(lab)
+
+
 def lab_kubeconfig(lab: dict[str, Any]) -> str:
     return yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["emulators"]["modelplane"]["kubeconfig"]
 
@@ -222,6 +250,22 @@ LONGHORN = "metalplane.inference.longhorn_rwx : "
 ADOPT = "metalplane.inference.modelplane_adopt : "
 RWX_CLASS = "modelplane-rwx-longhorn"
 UNADOPT = ADOPT + "Un-adopt the cluster (InferenceCluster, then its Secret and the classes no other cluster uses)"
+GATEWAY_CHECK = "Check the control plane's InferenceGateway, the front door every chat completion goes through"
+SMOKE = (
+    "metalplane.inference.modelplane_smoke : "
+    "Serve one chat completion from the cluster through Modelplane's gateway, then remove what it created"
+)
+SMOKE_INCLUDE = (
+    "Prove the cluster serves - one chat completion through the gateway - when this run created or changed it"
+)
+SMOKE_REMOVE = "metalplane.inference.modelplane_smoke : Remove the cluster's smoke objects left by an interrupted run"
+SMOKE_KINDS = ("ModelDeployment", "ModelService", "ModelCache", "ModelReplica")
+
+
+def smoke_objects(lab: dict[str, Any]) -> list[str]:
+    """Every smoke-test object left on the control plane (any namespace)."""
+    api = lab["mp"].api
+    return [f"{kind} {o['metadata']['name']}" for kind in SMOKE_KINDS for o in api.list("modelplane.ai/v1alpha1", kind)]
 
 
 def test_check_mode_on_a_fresh_lab_plans_the_run_and_creates_nothing(playbook: Callable[..., Any], lab: dict) -> None:
@@ -266,10 +310,28 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert up.rc == 0, failure(up)
     assert up.changed(CLUSTER) > 0
     up_phases = phase_tasks(tmp_path / "up", CLUSTER)
-    assert set(up_phases) == {"preflight", "provision", "gpu_ready", "storage", "adoption"}, up_phases
+    assert set(up_phases) == {"preflight", "provision", "gpu_ready", "storage", "adoption", "smoke"}, up_phases
+    # The cluster was created: the smoke test served a chat completion through the gateway, from this cluster,
+    # reported it (on the timeline too) with changed=false, and left nothing behind.
+    served = up.task(SMOKE, CLUSTER)
+    assert served["changed"] is False
+    assert served["replica"]["cluster"] == CLUSTER
+    assert served["request"]["url"].endswith(f"/default/smoke-{CLUSTER}/v1/chat/completions")
+    assert served["answer"]["first_tokens"].startswith(f"Hello from the metalplane lab stand-in on {CLUSTER}")
+    assert [r["cluster"] for r in lab["mp"].requests] == [CLUSTER]
+    report = json.loads((tmp_path / "up" / "timeline.json").read_text())
+    assert report["clusters"][CLUSTER]["smoke"][0]["answer"] == served["smoke"]["answer"]
+    assert smoke_objects(lab) == []
+    gateway = lab["mp"].api.get("modelplane.ai/v1alpha1", "InferenceGateway", "default")
+    assert gateway["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "metalplane.inference"}
+    labels = lab["mp"].api.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)["metadata"]["labels"]
+    assert labels["modelplane.ai/region"] == "ewr"
+    assert labels["metalplane.inference/cluster"] == CLUSTER
     for again in (run_site(playbook, lab), run_site(playbook, lab, check=True)):
         assert again.rc == 0, failure(again)
         assert again.stats[CLUSTER]["changed"] == 0, again.stats
+        assert again.task(SMOKE_INCLUDE, CLUSTER)["skipped"] is True  # nothing changed: no model loaded
+    assert len(lab["mp"].requests) == 1
     mp = lab["mp"].api
     adopted = mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
     assert adopted is not None
@@ -323,11 +385,33 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is not None
     assert lab["vultr"].request_count("DELETE") == deletes_before
 
+    # playbooks/smoke.yml on its own serves again; with keep_objects its objects (a replica pinned to the cluster)
+    # stay, as after an interrupted run: the down below removes them before un-adopting, which they would block.
+    kept_smoke = {"model": "Qwen/Qwen2.5-0.5B-Instruct", "wait_timeout": 300, "keep_objects": True}
+    on_demand = playbook(
+        SMOKE_PLAYBOOK,
+        inventory=INVENTORY,
+        extra_vars={"modelplane_smoke": kept_smoke},
+        env={"LAB_STATE_DIR": str(lab["state"]), "TMPDIR": str(lab["tmp"])},
+    )
+    assert on_demand.rc == 0, failure(on_demand)
+    assert on_demand.task(SMOKE, CLUSTER)["answer"]["first_tokens"].startswith("Hello from the metalplane lab")
+    assert len(lab["mp"].requests) == 2
+    left = smoke_objects(lab)
+    assert {entry.split()[0] for entry in left} == {"ModelDeployment", "ModelService", "ModelReplica"}, left
+
     workload.delete("v1", "PersistentVolumeClaim", "model-cache", "ml")
     down = run_site(playbook, lab, timeline=tmp_path / "down", cluster_state="absent")
     assert down.rc == 0, failure(down)
+    removed = down.task(SMOKE_REMOVE, CLUSTER)
+    assert removed["changed"] is True
+    assert removed["removed"] == [f"ModelService default/smoke-{CLUSTER}", f"ModelDeployment default/smoke-{CLUSTER}"]
     down_phases = phase_tasks(tmp_path / "down", CLUSTER)
     assert set(down_phases) == {"preflight", "teardown"}, down_phases
     assert down.task(UNADOPT, CLUSTER)["changed"]
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
     assert lab["vultr"].clusters == {}
+    assert smoke_objects(lab) == []
+    # The gateway is shared by every cluster: no teardown deletes it.
+    kept = mp.get("modelplane.ai/v1alpha1", "InferenceGateway", "default")
+    assert kept["metadata"]["uid"] == gateway["metadata"]["uid"]

@@ -14,6 +14,17 @@ from __future__ import annotations
 API_VERSION = "modelplane.ai/v1alpha1"
 KIND_INFERENCE_CLASS = "InferenceClass"
 KIND_INFERENCE_CLUSTER = "InferenceCluster"
+KIND_INFERENCE_GATEWAY = "InferenceGateway"
+KIND_MODEL_SERVICE = "ModelService"
+KIND_MODEL_DEPLOYMENT = "ModelDeployment"
+KIND_MODEL_CACHE = "ModelCache"
+KIND_MODEL_REPLICA = "ModelReplica"
+# compose-model-service matches the gateway by name: one InferenceGateway per control plane, named so.
+GATEWAY_NAME = "default"
+# The label Modelplane puts on every ModelReplica (and ModelEndpoint) of a deployment, which a
+# ModelService's endpoint selector matches; and the one naming the cluster a replica runs on.
+DEPLOYMENT_LABEL = "modelplane.ai/deployment"
+REPLICA_CLUSTER_LABEL = "modelplane.ai/cluster"
 
 # compose-inference-cluster hard-codes the namespace of the kubeconfig Secret: secretRef has no
 # namespace field, so a Secret anywhere else is never found.
@@ -36,7 +47,8 @@ POOL_LABEL = "modelplane.ai/pool"
 # Marks every object this collection writes, so un-adopt only deletes what it created.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "metalplane.inference"
-# On the kubeconfig Secret: the InferenceCluster it belongs to.
+# On the kubeconfig Secret: the InferenceCluster it belongs to. On the InferenceCluster itself: its own
+# name, a label no other cluster carries, which a ModelDeployment's clusterSelector pins a replica with.
 CLUSTER_LABEL = "metalplane.inference/cluster"
 
 # XRD limits (inferenceclasses.yaml / inferenceclusters.yaml); the builders check them so a bad

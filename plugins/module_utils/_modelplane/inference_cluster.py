@@ -15,6 +15,9 @@ commit ``90ba117d``: the XRDs ``inferenceclusters.modelplane.ai`` and
   each ``className`` an InferenceClass. The count limits are the VultrCluster XRD's (1..1000,
   ``minNodeCount`` needs ``maxNodeCount``), stricter than InferenceCluster's own, so the same
   inventory is valid if it is ever adopted as ``source: Vultr``.
+- ``metadata.labels`` always carry ``metalplane.inference/cluster: <name>``: a label unique to this
+  cluster, so a ModelDeployment's ``clusterSelector`` can pin a replica to it (the smoke test does);
+  Modelplane's own ``modelplane.ai/cluster`` label is on ModelReplicas, not on the cluster.
 - ``zones``, ``capacityBlock`` and ``fabric`` are refused: Modelplane ignores them for Existing,
   and silently ignored input is a bug report waiting to happen.
 """
@@ -28,6 +31,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import validate
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import (
     API_VERSION,
+    CLUSTER_LABEL,
     KIND_INFERENCE_CLUSTER,
     KUBECONFIG_KEY,
     MANAGED_BY_LABEL,
@@ -148,7 +152,10 @@ def inference_cluster(
     return {
         "apiVersion": API_VERSION,
         "kind": KIND_INFERENCE_CLUSTER,
-        "metadata": {"name": name, "labels": {**validate.labels("labels", labels), MANAGED_BY_LABEL: MANAGED_BY_VALUE}},
+        "metadata": {
+            "name": name,
+            "labels": {**validate.labels("labels", labels), CLUSTER_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+        },
         "spec": spec,
     }
 

@@ -44,6 +44,7 @@ from .cluster import (
     version_drift,
 )
 from .errors import ineligible_plan_error, is_ineligible_plan, is_server_error, vpc_only_error
+from .limits import check_vpc_only
 from .node_pool import PoolSpec, extra_pools, pool_spec_from_params
 from .pool_ops import PoolOptions, creates_pool, delete_pools, reconcile_pool, remove_pools
 from .versions import LATEST, is_exact, matches, normalise, version_key
@@ -88,6 +89,12 @@ def run_vke_cluster(module: MetalplaneModule) -> dict[str, Any]:
     pool_specs = _pool_specs(params) if params["state"] == "present" else []
     if any(s.label == spec.system_pool.label for s, _pool in pool_specs):
         raise InputError("node_pools", f"{spec.system_pool.label!r} is the system pool's label; use another")
+    if params["state"] == "present":  # a known 500: refused before any request (limits.py)
+        allow = bool(params.get("allow_vpc_only"))
+        check_vpc_only(spec.vpc_only, allow, "vpc_only")
+        for index, (pool_spec, item) in enumerate(pool_specs):
+            if item.get("vpc_only") is not None:
+                check_vpc_only(pool_spec.vpc_only, allow, f"node_pools[{index}].vpc_only")
     client = client_from_params(params)
     if params["state"] == "absent":
         result = _absent(client, spec, params, module.check_mode)

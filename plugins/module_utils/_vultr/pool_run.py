@@ -20,6 +20,7 @@ from .catalog import check_plans_available
 from .client import VultrClient
 from .cluster import is_owned, is_vpc_only
 from .cluster_ops import CLUSTERS, list_clusters
+from .limits import check_vpc_only
 from .node_pool import pool_spec_from_params
 from .pool_ops import PoolOptions, creates_pool, reconcile_pool, remove_pools
 
@@ -43,6 +44,9 @@ def find_cluster(client: VultrClient, ref: str) -> dict[str, Any] | None:
 def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
     params = module.params
     spec = pool_spec_from_params(params, need_plan=params["state"] == "present")
+    allow_vpc_only = bool(params.get("allow_vpc_only"))
+    if params["state"] == "present":  # a known 500: refused before any request (limits.py)
+        check_vpc_only(spec.vpc_only, allow_vpc_only, "vpc_only")
     client = client_from_params(params)
     cluster = find_cluster(client, params["cluster"])
     opts = PoolOptions(
@@ -63,6 +67,8 @@ def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
         if spec.vpc_only is None:  # a pool of a VPC-only cluster is VPC-only unless told otherwise
             spec = dataclasses.replace(spec, vpc_only=is_vpc_only(cluster))
         if creates_pool(cluster, spec, opts, pool_id=params.get("id")):
+            # Inherited from a VPC-only cluster: refused too, before the create (the only write that sends it).
+            check_vpc_only(spec.vpc_only, allow_vpc_only, "vpc_only")
             check_plans_available(client, cluster["region"], {"plan": spec.plan})
         outcome = reconcile_pool(client, cluster, spec, opts, pool_id=params.get("id"))
         outcome = {**outcome, "cluster_id": cluster["id"]}

@@ -47,6 +47,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.c
 from .args import client_from_params
 from .cluster import SYSTEM_POOL_DEFAULTS, find_by_label
 from .cluster_ops import list_clusters
+from .limits import VPC_ONLY_REASON, per_node_problem
 from .node_pool import is_generation_of
 from .plans import describe_gpu_plan, plan_id_gpu_model
 from .versions import resolve_version
@@ -60,7 +61,19 @@ Declared = tuple[str, Any, Network]
 VKE_POD_SUBNET = "10.244.0.0/16"
 VKE_SERVICE_SUBNET = "10.96.0.0/12"
 STATES = ("present", "absent")
-CLUSTER_KEYS = ("name", "state", "region", "version", "vpc_id", "vpc_only", "gpu_pools", "networks")
+CLUSTER_KEYS = (
+    "name",
+    "state",
+    "region",
+    "version",
+    "vpc_id",
+    "vpc_only",
+    "allow_vpc_only",
+    "gpu_pools",
+    "networks",
+    "classes",
+    "smoke",
+)
 # The keys of a vke_cluster_gpu_pools entry (the vke_cluster role's argument spec), also the site inventory's.
 POOL_KEYS = (
     "name",
@@ -267,14 +280,80 @@ def check_inventory(clusters: Any, reserved_networks: Any = None) -> list[Proble
         state = cluster.get("state", "present")
         if state not in STATES:
             problems.append(Problem(f"{where}.state", f"must be present or absent, got {state!r}"))
-        if cluster.get("vpc_only") and not cluster.get("vpc_id"):
-            problems.append(Problem(f"{where}.vpc_only", "needs vpc_id (a VPC with a NAT gateway)"))
+        if _truthy(cluster.get("vpc_only")):
+            if not cluster.get("vpc_id"):
+                problems.append(Problem(f"{where}.vpc_only", "needs vpc_id (a VPC with a NAT gateway)"))
+            if not _truthy(cluster.get("allow_vpc_only")):
+                problems.append(Problem(f"{where}.vpc_only", VPC_ONLY_REASON))
         _check_overlaps(problems, where, cluster, reserved, declared)
         if state == "present":
             if not cluster.get("region"):
                 problems.append(Problem(f"{where}.region", "is required for a present cluster (for example ewr)"))
             _check_pools(problems, where, cluster.get("gpu_pools"))
+            _check_single_node(problems, where, cluster)
     return problems
+
+
+def _truthy(value: Any) -> bool:
+    """An inventory boolean that may arrive as a string ("false") from templating."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    return bool(value)
+
+
+def _gpus_per_node(pool: Mapping[str, Any]) -> int | None:
+    gpu = pool.get("gpu")
+    count = gpu.get("count", 1) if isinstance(gpu, Mapping) else None
+    try:
+        return int(str(count)) if count is not None else None
+    except ValueError:
+        return None  # check_pool reports it
+
+
+def _check_single_node(problems: list[Problem], where: str, cluster: Mapping[str, Any]) -> None:
+    """No class and no smoke replica may need more GPUs than one node of its VKE pool has (limits.py)."""
+    pools = [p for p in cluster.get("gpu_pools") or [] if isinstance(p, Mapping) and p.get("name")]
+    per_node = {str(p["name"]): _gpus_per_node(p) for p in pools}
+    class_pools: dict[str, list[str]] = {}
+    for pool in pools:
+        class_pools.setdefault(str(pool.get("class_name") or pool["name"]), []).append(str(pool["name"]))
+    for cls in cluster.get("classes") or []:
+        if not isinstance(cls, Mapping):
+            continue
+        devices = ((cls.get("spec") or {}).get("devices")) or []
+        for index, device in enumerate(devices):
+            if not isinstance(device, Mapping) or device.get("claim", "DRA") != "DRA":
+                continue
+            for pool in class_pools.get(str(cls.get("name")), []):
+                have = per_node.get(pool)
+                why = per_node_problem(_count(device.get("count", 1)), have, pool) if have else None
+                if why:
+                    field = f"{where}.modelplane_classes[{cls.get('name')}].spec.devices[{index}].count"
+                    problems.append(Problem(field, f"class {cls.get('name')!r} {why}"))
+    smoke = cluster.get("smoke")
+    if not isinstance(smoke, Mapping) or not smoke:
+        return
+    if not smoke.get("model"):
+        problems.append(Problem(f"{where}.modelplane_smoke.model", "is required: the model the smoke test serves"))
+    pool = str(smoke.get("pool") or (pools[0]["name"] if pools else ""))
+    if pool not in per_node:
+        problems.append(
+            Problem(
+                f"{where}.modelplane_smoke.pool", f"{pool!r} is not a GPU pool of this cluster ({', '.join(per_node)})"
+            )
+        )
+        return
+    have = per_node[pool]
+    why = per_node_problem(_count(smoke.get("gpus", 1)), have, pool) if have else None
+    if why:
+        problems.append(Problem(f"{where}.modelplane_smoke.gpus", f"the smoke test's replica {why}"))
+
+
+def _count(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 1
 
 
 def gpu_model(value: Any) -> str:

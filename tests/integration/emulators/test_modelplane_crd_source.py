@@ -35,7 +35,7 @@ from lab.modelplane.crds import (
     XRD_DIR,
     fallback_crds,
 )
-from lab.modelplane.server import ModelplaneEmulator, gateway_address, model_replica
+from lab.modelplane.server import ModelplaneEmulator, model_replica
 
 MP = "modelplane.ai/v1alpha1"
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -182,7 +182,7 @@ def test_the_controllers_status_survives_the_schema(source: str, request: pytest
     )
     ready = wait_for(lambda: (obj := mp.api.get(MP, "InferenceCluster", name)) and not unmet(obj) and obj)
     status = ready["status"]
-    assert status["gateway"] == {"address": gateway_address(name)}
+    assert status["gateway"] == {"address": mp.gateway_address(name)}
     assert status["namespace"] == "modelplane-system"
     assert status["providerConfigRef"]["name"].startswith(f"{name}-cluster-kubeconfig-")
     assert status["cache"] == {"storageClassName": "modelplane-rwx-longhorn"}
@@ -220,6 +220,8 @@ def test_the_fallback_accepts_every_example(fallback_mp: ModelplaneEmulator, pat
     checked the same way in test_modelplane_emulator.py)."""
     rtype = fallback_mp.api.server_api.type_for(obj["apiVersion"], obj["kind"])
     namespace = obj["metadata"].get("namespace", "default") if rtype.namespaced else None
+    if namespace:
+        fallback_mp.ensure_namespace(namespace)
     url = fallback_mp.api.server_api.path_for(rtype, namespace)
     created = fallback_mp.api.call("POST", url, obj, {"dryRun": "All", "fieldValidation": "Strict"})
     assert contains(created["spec"], obj["spec"]), path

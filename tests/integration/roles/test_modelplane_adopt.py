@@ -21,7 +21,7 @@ import pytest
 import requests
 import yaml
 
-from lab.modelplane.server import ModelplaneEmulator, gateway_address, model_replica
+from lab.modelplane.server import ModelplaneEmulator, model_replica
 from lab.vultr.contract import assert_no_violations, contract_or_skip
 from lab.vultr.server import VultrEmulator
 from lab.vultr.twin import workload_for
@@ -230,7 +230,7 @@ def test_modelplane_adopt_lifecycle(
     assert phase_tasks(tmp_path / "up")["adoption"] >= 6
     adopted = up.task(ADOPT, CLUSTER)
     assert adopted["cluster"]["ready"] is True
-    assert adopted["cluster"]["gateway_address"] == gateway_address(CLUSTER)
+    assert adopted["cluster"]["gateway_address"] == mp.gateway_address(CLUSTER)
     assert adopted["classes"] == [{"name": CLASS, "action": "created", "managed": True}]
     assert adopted["secret"] == {"name": f"{CLUSTER}-kubeconfig", "namespace": NS}
     dra = up.task(DRA_CHECK, CLUSTER)
@@ -238,7 +238,12 @@ def test_modelplane_adopt_lifecycle(
 
     ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
     assert ic is not None
-    assert ic["metadata"]["labels"] == {**MANAGED, "modelplane.ai/region": "ewr"}
+    # The cluster's own label, which pins a ModelDeployment to it (the smoke test's clusterSelector).
+    assert ic["metadata"]["labels"] == {
+        **MANAGED,
+        "modelplane.ai/region": "ewr",
+        "metalplane.inference/cluster": CLUSTER,
+    }
     assert ic["spec"]["cluster"] == {
         "source": "Existing",
         "existing": {

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from integration.vultr._tasks import cluster_task, pool_task
+from integration.vultr._tasks import cluster_task, failing, pool_task
 
 from lab.vultr.server import VultrEmulator
 
@@ -247,8 +247,32 @@ def test_bad_input_fails_before_creating(vplay: Any, emu: VultrEmulator) -> None
     assert emu.clusters == {}
 
 
+def test_vpc_only_refused_before_any_request(vplay: Any, emu: VultrEmulator) -> None:
+    """VKE's known 500 (ticket YTM-97SIL): without the override nothing is sent, not even a read (one run, three
+    tasks: the cluster's vpc_only, a pool's in vke_cluster, and vke_node_pool's)."""
+    tasks = {
+        "cluster": (cluster_task("cluster", vpc_only=True, vpc_id="vpc-1"), "vpc_only"),
+        "cluster pool": (
+            cluster_task(
+                "cluster pool", vpc_id="vpc-1", node_pools=[{"label": "gpu", "plan": GPU_PLAN, "vpc_only": True}]
+            ),
+            "node_pools[0].vpc_only",
+        ),
+        "node pool": (pool_task("node pool", label="gpu", plan=GPU_PLAN, vpc_only=True), "vpc_only"),
+    }
+    run = vplay([failing(task) for task, _field in tasks.values()])
+    for name, (_task, field) in tasks.items():
+        result = run.task(name)
+        assert result.get("failed") is True, result
+        assert result["msg"].startswith(f"{field}: VKE fails cluster and node pool creation with vpc_only"), name
+        assert "YTM-97SIL" in result["msg"]
+        assert "HTTP 500" in result["msg"]
+        assert result["error"]["field"] == field
+    assert emu.request_count() == 0
+
+
 def test_vpc_only_500_explained_and_nothing_left(vplay: Any, emu: VultrEmulator) -> None:
-    run = vplay([{**cluster_task("vpc", vpc_only=True, vpc_id="vpc-1"), "ignore_errors": True}])
+    run = vplay([failing(cluster_task("vpc", vpc_only=True, vpc_id="vpc-1", allow_vpc_only=True))])
     result = run.task("vpc")
     assert result.get("failed") is True
     assert "vpc_only" in result["msg"]

@@ -34,12 +34,12 @@ def posts(emu: VultrEmulator, path: str) -> int:
     return emu.request_count("POST", path)
 
 
-# ---- 1. vpc_only: a 500 that left a partial cluster or pool --------------------------------------
+# ---- 1. vpc_only under the override: a 500 that left a partial cluster or pool-----------------------------------
 
 
 def test_vpc_only_partial_cluster_is_deleted_and_explained(vplay: Any, emu: VultrEmulator) -> None:
     emu.state.vpc_only_partial = True  # VKE creates the cluster, then answers 500
-    run = vplay([failing(cluster_task("vpc", vpc_only=True, vpc_id="vpc-1"))])
+    run = vplay([failing(cluster_task("vpc", vpc_only=True, vpc_id="vpc-1", allow_vpc_only=True))])
     result = run.task("vpc")
     assert result.get("failed") is True, result
     assert "vpc_only" in result["msg"]
@@ -57,7 +57,7 @@ def test_vpc_only_partial_pool_is_deleted_and_explained(vplay: Any, emu: VultrEm
     run = vplay([cluster_task("cluster")])
     assert run.rc == 0, run.stdout[-3000:]
     emu.state.vpc_only_partial = True
-    run = vplay([failing(pool_task("pool", label="gpu", plan=GPU_PLAN, vpc_only=True))])
+    run = vplay([failing(pool_task("pool", label="gpu", plan=GPU_PLAN, vpc_only=True, allow_vpc_only=True))])
     result = run.task("pool")
     assert result.get("failed") is True, result
     assert "node pool 'gpu'" in result["msg"]
@@ -67,7 +67,7 @@ def test_vpc_only_partial_pool_is_deleted_and_explained(vplay: Any, emu: VultrEm
     assert posts(emu, r"/node-pools$") == 1
 
 
-# ---- 5. vpc_only reaches every pool (when VKE accepts it) ----------------------------------------
+# ---- 5. vpc_only reaches every pool (when VKE accepts it, under the override) ----------------------------------------
 
 
 def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: VultrEmulator) -> None:
@@ -75,10 +75,12 @@ def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: Vult
     gpu = {"label": "gpu", "plan": GPU_PLAN}
     run = vplay(
         [
-            cluster_task("cluster", vpc_only=True, vpc_id="vpc-1", node_pools=[gpu]),
-            pool_task("inherits", label="gpu2", plan=GPU_PLAN_2),
+            cluster_task("cluster", vpc_only=True, vpc_id="vpc-1", node_pools=[gpu], allow_vpc_only=True),
+            pool_task("inherits", label="gpu2", plan=GPU_PLAN_2, allow_vpc_only=True),
+            # Inherited without the override: refused before its create (the cluster lookup is the only request).
+            failing(pool_task("inherits refused", label="gpu4", plan=GPU_PLAN_2)),
             pool_task("public", label="gpu3", plan=GPU_PLAN_2, vpc_only=False),
-            pool_task("drift", label="gpu3", plan=GPU_PLAN_2, vpc_only=True),
+            pool_task("drift", label="gpu3", plan=GPU_PLAN_2, vpc_only=True, allow_vpc_only=True),
             cluster_task("cluster drift", node_pools=[{**gpu, "vpc_only": False}]),
         ]
     )
@@ -90,6 +92,10 @@ def test_vpc_only_is_passed_to_pools_and_drift_is_reported(vplay: Any, emu: Vult
         "gpu2": True,
         "gpu3": False,
     }
+    refused = run.task("inherits refused")
+    assert refused.get("failed") is True, refused
+    assert refused["error"]["field"] == "vpc_only"
+    assert "YTM-97SIL" in refused["msg"]
     drift = run.task("drift")
     assert drift["changed"] is False
     assert drift["drift"] == [{"field": "vpc_only", "observed": False, "desired": True}]
@@ -121,6 +127,10 @@ def test_upgrade_drift_invalid_target_and_valid_upgrade(vplay: Any, emu: VultrEm
     assert run.rc == 0, run.stdout[-3000:]  # the failing tasks ignore their errors
     assert run.task("create")["cluster"]["version"] == "v1.35.6+1", run.stdout[-3000:]
 
+    refused = run.task("inherits refused")
+    assert refused.get("failed") is True, refused
+    assert refused["error"]["field"] == "vpc_only"
+    assert "YTM-97SIL" in refused["msg"]
     drift = run.task("drift")
     assert drift["changed"] is False
     assert {"field": "version", "observed": "v1.35.6+1", "desired": "1.36", "reason": "running version differs"} in (

@@ -27,8 +27,10 @@ The hand-written fallback states only what the collection and the simulated cont
 (``x-kubernetes-preserve-unknown-fields``). ``tests/unit/lab/test_modelplane_crds.py`` checks every
 node it declares against the generated reference schema, so it cannot drift from the XRDs.
 The ``x-kubernetes-validations`` (CEL) rules of the XRDs are carried but not evaluated (the kube
-emulator has no CEL). Kinds: InferenceClass and InferenceCluster (cluster-scoped), ModelReplica
-(namespaced, Modelplane-internal: served so that the lab can model replicas pinned to a cluster).
+emulator has no CEL). Kinds: InferenceClass, InferenceCluster and InferenceGateway (cluster-scoped),
+ModelDeployment, ModelService and ModelCache (namespaced, what a user writes to serve a model) and
+ModelReplica (namespaced, Modelplane-internal: composed by the simulated scheduler from ModelDeployments,
+and created by tests to model replicas pinned to a cluster).
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ PLURALS = {
     "InferenceClass": "inferenceclasses",
     "InferenceCluster": "inferenceclusters",
     "ModelReplica": "modelreplicas",
+    "InferenceGateway": "inferencegateways",
+    "ModelDeployment": "modeldeployments",
+    "ModelService": "modelservices",
+    "ModelCache": "modelcaches",
 }
 XRD_DIR = reference_path("modelplane", "xrds")
 FALLBACK = "fallback"  # the SOURCES value of a kind served from FALLBACK_XRDS
@@ -489,7 +495,101 @@ MODEL_REPLICA_SPEC: Obj = {
 }
 
 
-def _xrd(kind: str, scope: str, short: str, *, spec: Obj, status: Obj | None = None, columns: list[Obj]) -> Obj:
+INFERENCE_GATEWAY_SPEC: Obj = {
+    "type": "object",
+    "required": ["backend"],
+    "properties": {
+        "backend": {"type": "string", "enum": ["Traefik"]},
+        "traefik": {
+            "type": "object",
+            "required": ["version"],
+            "properties": {
+                "version": {"type": "string"},
+                "loadBalancer": {"type": "string", "enum": ["MetalLB"]},
+                "metallb": {
+                    "type": "object",
+                    "required": ["addressPool"],
+                    "properties": {"addressPool": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+_ADDRESS_STATUS: Obj = {"type": "object", "properties": {"address": {"type": "string"}}}
+
+# The engines/template of a deployment: preserved (the simulated scheduler reads them; the XRD checks them).
+MODEL_DEPLOYMENT_SPEC: Obj = {
+    "type": "object",
+    "required": ["replicas", "template"],
+    "properties": {
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+        "template": {**_PRESERVE, "required": ["spec"]},
+    },
+}
+MODEL_DEPLOYMENT_STATUS: Obj = {
+    "type": "object",
+    "properties": {
+        "replicas": {"type": "object", "properties": {"total": {"type": "integer"}, "ready": {"type": "integer"}}}
+    },
+}
+MODEL_SERVICE_SPEC: Obj = {
+    "type": "object",
+    "required": ["endpoints"],
+    "properties": {
+        "endpoints": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["selector"],
+                "properties": {
+                    "weight": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 1},
+                    "selector": {
+                        "type": "object",
+                        "required": ["matchLabels"],
+                        "properties": {"matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}},
+                    },
+                },
+            },
+        }
+    },
+}
+MODEL_CACHE_SPEC: Obj = {
+    "type": "object",
+    "required": ["source"],
+    "x-kubernetes-preserve-unknown-fields": True,  # huggingFace, clusterSelector
+    "properties": {"source": {"type": "string", "enum": ["HuggingFace"]}},
+}
+MODEL_CACHE_STATUS: Obj = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "object", "properties": {"ready": {"type": "string"}}},
+        "clusters": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "phase": {"type": "string", "enum": ["Pending", "Hydrating", "Ready", "Failed"]},
+                    "message": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
+def _xrd(
+    kind: str,
+    scope: str,
+    short: str,
+    *,
+    spec: Obj,
+    status: Obj | None = None,
+    columns: list[Obj],
+    subresources: Obj | None = None,
+) -> Obj:
     plural = PLURALS[kind]
     return {
         "apiVersion": f"{XRD_GROUP}/v2",
@@ -510,6 +610,7 @@ def _xrd(kind: str, scope: str, short: str, *, spec: Obj, status: Obj | None = N
                     "served": True,
                     "referenceable": True,
                     **({"additionalPrinterColumns": columns} if columns else {}),
+                    **({"subresources": subresources} if subresources else {}),
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
@@ -542,6 +643,45 @@ FALLBACK_XRDS: dict[str, Obj] = {
         "mr",
         spec=MODEL_REPLICA_SPEC,
         columns=[{"name": "CLUSTER", "type": "string", "jsonPath": ".spec.clusterName"}],
+    ),
+    "InferenceGateway": _xrd(
+        "InferenceGateway",
+        CLUSTER,
+        "ig",
+        spec=INFERENCE_GATEWAY_SPEC,
+        status=_ADDRESS_STATUS,
+        columns=[
+            {"name": "GATEWAY", "type": "string", "jsonPath": ".spec.backend"},
+            {"name": "ADDRESS", "type": "string", "jsonPath": ".status.address"},
+        ],
+    ),
+    "ModelDeployment": _xrd(
+        "ModelDeployment",
+        NAMESPACED,
+        "md",
+        spec=MODEL_DEPLOYMENT_SPEC,
+        status=MODEL_DEPLOYMENT_STATUS,
+        columns=[{"name": "REPLICAS", "type": "string", "jsonPath": ".status.replicas.ready"}],
+        subresources={"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas.total"}},
+    ),
+    "ModelService": _xrd(
+        "ModelService",
+        NAMESPACED,
+        "ms",
+        spec=MODEL_SERVICE_SPEC,
+        status=_ADDRESS_STATUS,
+        columns=[{"name": "ADDRESS", "type": "string", "jsonPath": ".status.address"}],
+    ),
+    "ModelCache": _xrd(
+        "ModelCache",
+        NAMESPACED,
+        "mc",
+        spec=MODEL_CACHE_SPEC,
+        status=MODEL_CACHE_STATUS,
+        columns=[
+            {"name": "SOURCE", "type": "string", "jsonPath": ".spec.source.huggingFace.repo"},
+            {"name": "READY", "type": "string", "jsonPath": ".status.summary.ready"},
+        ],
     ),
 }
 

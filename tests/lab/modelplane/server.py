@@ -44,6 +44,7 @@ from lab.kube.api import ApiError
 from lab.kube.gpu import DRA_DRIVER, device_class, resource_slice
 from lab.kube.server import KubeEmulator
 from lab.modelplane.crds import CRDS, GROUP, SOURCES, VERSION
+from lab.modelplane.serving import Serving
 
 Obj = dict[str, Any]
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -65,11 +66,6 @@ def _now() -> str:
 
 def _hash(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
-
-
-def gateway_address(name: str) -> str:
-    """A stable, documentation-range address for the workload gateway of InferenceCluster ``name``."""
-    return f"192.0.2.{int(_hash('gateway', name)[:4], 16) % 250 + 1}"
 
 
 def model_replica(name: str, cluster: str, *, namespace: str = "default", pool: str = "gpu") -> Obj:
@@ -164,6 +160,8 @@ class ModelplaneEmulator:
         backend_ready_after: float = 30.0,
         publish_slices: bool = True,
         crds: tuple[Obj, ...] = CRDS,
+        replica_ready_after: float = 5.0,
+        gateway_ready_after: float = 2.0,
     ) -> None:
         self.delay_scale = delay_scale
         self.crds = crds  # lab.modelplane.crds: generated from the reference XRDs, or the fallback
@@ -172,6 +170,14 @@ class ModelplaneEmulator:
         self._tmp = None if state_dir else tempfile.mkdtemp(prefix="modelplane-lab-")
         directory = Path(state_dir) if state_dir else Path(str(self._tmp))
         self.api = KubeEmulator(delay_scale, token, "modelplane", state_dir=directory, host=host, port=port)
+        # The gateway, the scheduler and the OpenAI-compatible stand-ins (lab.modelplane.serving).
+        self.serving = Serving(
+            self.api,
+            delay_scale=delay_scale,
+            replica_ready_after=replica_ready_after,
+            gateway_ready_after=gateway_ready_after,
+            host=host,
+        )
         self.errors: list[str] = []
         self._resolved_at: dict[str, float] = {}  # uid -> when Secret and classes first resolved
         self._published: dict[str, set[tuple[str, str]]] = {}  # uid -> {(workload url, node)}
@@ -186,6 +192,22 @@ class ModelplaneEmulator:
     @property
     def kubeconfig_path(self) -> Path:
         return self.api.kubeconfig_path
+
+    @property
+    def requests(self) -> list[Obj]:
+        """Every chat request a cluster's gateway stand-in received (cluster, replica, path, body, status)."""
+        return list(self.serving.requests)
+
+    def ensure_namespace(self, name: str) -> None:
+        """Create namespace ``name`` on the control plane unless it exists (Modelplane's examples use ml-team)."""
+        if self.api.get("v1", "Namespace", name) is None:
+            with contextlib.suppress(ApiError):  # created meanwhile
+                self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def gateway_address(self, name: str) -> str:
+        """The loopback address of InferenceCluster ``name``'s workload gateway stand-in (its status.gateway.address
+        once it is BackendHealthy)."""
+        return self.serving.workload_gateway(name)
 
     def start(self) -> ModelplaneEmulator:
         self.api.start()
@@ -224,6 +246,7 @@ class ModelplaneEmulator:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        self.serving.stop()
         self.api.stop()
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -253,6 +276,13 @@ class ModelplaneEmulator:
                     self.errors.append(traceback.format_exc())
             except Exception:
                 self.errors.append(traceback.format_exc())
+        try:
+            self.serving.reconcile(self.api.list(API_VERSION, "InferenceCluster"))
+        except ApiError as exc:
+            if exc.code not in (404, 409):
+                self.errors.append(traceback.format_exc())
+        except Exception:
+            self.errors.append(traceback.format_exc())
 
     def reconcile(self, cluster: Obj) -> None:
         meta = cluster["metadata"]
@@ -316,7 +346,7 @@ class ModelplaneEmulator:
                 if time.monotonic() - since >= self.backend_ready_after * self.delay_scale:
                     conditions["BackendReady"] = ("True", "BackendHealthy", "")
                     conditions["Ready"] = ("True", "Available", "")
-                    status["gateway"] = {"address": gateway_address(name)}
+                    status["gateway"] = {"address": self.serving.workload_gateway(name)}
                     if self.publish_slices:
                         self._publish(uid, kubeconfig, {p["name"] for p in pools})
                 else:
@@ -417,6 +447,7 @@ class ModelplaneEmulator:
         if self.api.list(API_VERSION, "ModelReplica", label_selector=f"{CLUSTER_LABEL}={name}"):
             return
         self._unpublish(uid, self._kubeconfig(cluster.get("spec") or {}))
+        self.serving.drop_workload_gateway(name)
         self._resolved_at.pop(uid, None)
         remaining = [f for f in finalizers if f != FINALIZER]
         self.api.patch(API_VERSION, "InferenceCluster", name, {"metadata": {"finalizers": remaining or None}})
@@ -431,6 +462,18 @@ def main(argv: list[str] | None = None) -> int:
         default=30.0,
         help="seconds (times --delay-scale) from Secret and classes resolving to BackendHealthy",
     )
+    parser.add_argument(
+        "--replica-ready-after",
+        type=float,
+        default=5.0,
+        help="seconds (times --delay-scale) from a ModelReplica's placement to Ready (the engine starting)",
+    )
+    parser.add_argument(
+        "--gateway-ready-after",
+        type=float,
+        default=2.0,
+        help="seconds (times --delay-scale) from an InferenceGateway's creation to Ready",
+    )
     args = parser.parse_args(argv)
     state_dir: Path = args.state_dir or Path(tempfile.mkdtemp(prefix="modelplane-lab-"))
     published = state_dir / KUBECONFIG_FILE
@@ -442,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host,
         port=args.port,
         backend_ready_after=args.backend_ready_after,
+        replica_ready_after=args.replica_ready_after,
+        gateway_ready_after=args.gateway_ready_after,
     )
     emulator.start()
     for kind, source in SOURCES.items():  # where the served schemas come from (docs/lab/twin.md)

@@ -174,9 +174,8 @@ def test_fallback_per_kind_when_only_some_files_exist(tmp_path: Path) -> None:
     (tmp_path / "inferenceclasses.yaml").write_text(yaml.safe_dump(xrd))
     crds, sources = select_crds(tmp_path)
     assert sources == {
+        **dict.fromkeys(KINDS, FALLBACK),
         "InferenceClass": str(tmp_path / "inferenceclasses.yaml"),
-        "InferenceCluster": FALLBACK,
-        "ModelReplica": FALLBACK,
     }
     assert schema(crds[0])["properties"]["spec"]["description"] == "from the file"
     assert crds[1:] == fallback_crds()[1:]

@@ -228,8 +228,9 @@ def test_json_shape() -> None:
     assert report["phases"] == ["provision", "gpu_ready", "storage", "teardown", "other"]
     assert list(report["clusters"]) == ["<b>evil&co</b>", "vke-ewr-1"]
     cluster = report["clusters"]["vke-ewr-1"]
-    assert set(cluster) == {"seconds", "start", "end", "failed", "phases", "recoveries"}
+    assert set(cluster) == {"seconds", "start", "end", "failed", "phases", "recoveries", "smoke"}
     assert cluster["recoveries"] == []
+    assert cluster["smoke"] == []
     assert list(cluster["phases"]) == ["provision", "gpu_ready", "storage", "other"]
     assert cluster["seconds"] == 7.75
     assert cluster["failed"] == 1
@@ -517,3 +518,56 @@ def test_callback_records_recoveries_per_host(tmp_path: Path, monkeypatch: pytes
 
 def test_table_without_recoveries_has_no_recovery_line() -> None:
     assert not any(line.startswith("RECOVERIES") for line in tl.render_table(_report()))
+
+
+# --- the serving smoke test's request and answer ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "event"),
+    [
+        ({}, None),
+        (None, None),
+        ({"smoke": "yes"}, None),
+        ({"smoke": {"answer": "hi"}}, None),  # no request line: not a smoke result
+        (
+            {"smoke": {"request": "POST http://gw/ns/s/v1/chat/completions model=m", "answer": "Hello  there\n"}},
+            {"request": "POST http://gw/ns/s/v1/chat/completions model=m", "answer": "Hello there"},
+        ),
+        (
+            {"smoke": {"request": "POST " + "x" * 300, "answer": None}},
+            {"request": ("POST " + "x" * 300)[: tl.MAX_SMOKE_TEXT - 3] + "...", "answer": ""},
+        ),
+    ],
+)
+def test_smoke_in(result: Any, event: dict[str, str] | None) -> None:
+    assert tl.smoke_in(result) == event
+
+
+def test_callback_records_the_smoke_answer_under_phase_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(C, "DEFAULT_STDOUT_CALLBACK", "default")
+    clock = Clock()
+    callback, display = _callback({"output_dir": str(tmp_path), "show_summary": True}, clock)
+    host = FakeHost("vke-ewr-1")
+    smoke = NamedTask("u1", ["phase:smoke"], "smoke")
+    callback.v2_runner_on_start(host, smoke)
+    clock.advance(4)
+    request = "POST http://127.0.0.1:9/default/smoke-vke-ewr-1/v1/chat/completions model=qwen"
+    answer = "Hello <b>from</b> vke-ewr-1"
+    callback.v2_runner_on_ok(
+        ResultWith(host, smoke, {"changed": False, "smoke": {"request": request, "answer": answer}})
+    )
+    callback.v2_playbook_on_stats(None)
+
+    report = json.loads((tmp_path / "timeline.json").read_text())
+    assert report["phases"] == ["smoke"]
+    assert report["clusters"]["vke-ewr-1"]["smoke"] == [
+        {"phase": "smoke", "at": 4.0, "request": request, "answer": answer}
+    ]
+    lines = [line for line, _err in display.lines]
+    heading = lines.index("SMOKE (a chat completion through the gateway, answered)")
+    assert request in lines[heading + 1]
+    assert lines[heading + 2].endswith(f"-> {answer}")
+    page = (tmp_path / "timeline.html").read_text()
+    assert "Hello &lt;b&gt;from&lt;/b&gt; vke-ewr-1" in page
+    assert "<b>from</b>" not in page

@@ -87,6 +87,12 @@ def object_schema(plural: str) -> dict[str, Any]:
                 "required": ["name"],
                 "properties": {
                     "name": {"type": "string", "minLength": 1, "maxLength": 253},
+                    # Only namespaced kinds (ModelDeployment, ModelService, ...) have one.
+                    **(
+                        {"namespace": {"type": "string", "minLength": 1}}
+                        if xrd["spec"].get("scope") == "Namespaced"
+                        else {}
+                    ),
                     "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                     "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
                 },

@@ -661,7 +661,12 @@ def test_inference_cluster_is_valid(case: str, kwargs: dict[str, Any], spec: dic
     obj = inference_cluster("c1", secret_name="c1-kubeconfig", labels={"modelplane.ai/region": "ewr"}, **kwargs)
     assert schema_errors("inferenceclusters", obj) == []
     assert obj["spec"] == spec
-    assert obj["metadata"]["labels"] == {"modelplane.ai/region": "ewr", MANAGED_BY_LABEL: "metalplane.inference"}
+    # The cluster's own label pins a ModelDeployment to it (clusterSelector), besides the user's and ours.
+    assert obj["metadata"]["labels"] == {
+        "modelplane.ai/region": "ewr",
+        "metalplane.inference/cluster": "c1",
+        MANAGED_BY_LABEL: "metalplane.inference",
+    }
     # The VultrCluster XRD is stricter on counts: every pool also passes its count limits.
     vultr_pool = subschema("vultrclusters", "spec", "nodePools", "items")
     counts = {

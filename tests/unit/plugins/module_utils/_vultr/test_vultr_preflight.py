@@ -59,6 +59,13 @@ CATALOG = Catalog(
 )
 
 
+# A class asking for two GPUs per node, for pools whose nodes have one (every pool of cluster()).
+TWO_GPU_CLASS = {
+    "name": "l40s-1x",
+    "spec": {"devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 2}]},
+}
+
+
 def fields(problems: list[Any]) -> list[str]:
     return [p.field for p in problems]
 
@@ -79,6 +86,15 @@ def test_a_sound_inventory_has_no_problem() -> None:
         ([cluster(state="gone")], None, "ewr-1.state", "present or absent"),
         ([cluster(region="")], None, "ewr-1.region", "required"),
         ([cluster(vpc_only=True)], None, "ewr-1.vpc_only", "vpc_id"),
+        # VKE's known 500 on vpc_only creates (Vultr ticket YTM-97SIL), refused without the override.
+        ([cluster(vpc_only=True, vpc_id="vpc-1")], None, "ewr-1.vpc_only", "HTTP 500, Vultr ticket YTM-97SIL"),
+        ([cluster(vpc_only="True", vpc_id="vpc-1")], None, "ewr-1.vpc_only", "YTM-97SIL"),
+        # No GPU fabric between VKE GPU nodes: more GPUs than one node has is multi-node serving.
+        ([cluster(classes=[TWO_GPU_CLASS])], None, "ewr-1.modelplane_classes[l40s-1x].spec.devices[0].count", "fabric"),
+        ([cluster(smoke={"model": "m", "gpus": 2})], None, "ewr-1.modelplane_smoke.gpus", "no GPU fabric"),
+        ([cluster(smoke={"model": "m", "pool": "a16-1x", "gpus": "4"})], None, "ewr-1.modelplane_smoke.gpus", "have 1"),
+        ([cluster(smoke={"model": "m", "pool": "h100"})], None, "ewr-1.modelplane_smoke.pool", "not a GPU pool"),
+        ([cluster(smoke={"gpus": 1})], None, "ewr-1.modelplane_smoke.model", "required"),
         ([cluster(gpu_pools=[])], None, "ewr-1.gpu_pools", "at least one"),
         ([cluster(size=3)], None, "ewr-1", "unknown key(s) size"),
         ([pool_change(0, plan="")], None, "ewr-1.gpu_pools[l40s-1x].plan", "required"),
@@ -110,6 +126,22 @@ def test_inventory_problem_names_its_field(clusters: Any, reserved: Any, field: 
     matching = [p for p in problems if p.field == field]
     assert matching, f"expected a problem on {field}, got {[(p.field, p.msg) for p in problems]}"
     assert any(words in p.msg for p in matching), [p.msg for p in matching]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"vpc_only": True, "vpc_id": "vpc-1", "allow_vpc_only": True},  # the explicit override
+        {"vpc_only": "false"},
+        {"classes": [{"name": "l40s-1x", "spec": {"devices": [{"name": "gpu", "driver": "gpu.nvidia.com"}]}}]},
+        {"classes": [{**TWO_GPU_CLASS, "name": "other"}]},  # a class no pool of this cluster uses
+        {"smoke": {"model": "m", "gpus": 1}},
+        {"smoke": {}},
+    ],
+    ids=["vpc-only-override", "vpc-only-string-false", "class-fits", "unused-class", "smoke-fits", "no-smoke"],
+)
+def test_limits_accept_what_a_node_serves(changes: dict[str, Any]) -> None:
+    assert check_inventory([cluster(**changes)]) == []
 
 
 def test_every_problem_is_reported_at_once() -> None:
