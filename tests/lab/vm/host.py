@@ -175,6 +175,13 @@ class QemuHost:
                 return False
         return True
 
+    def query(self, message: dict[str, Any]) -> Any:
+        """One read-only QMP command on the running VM (``query-status``, ``query-block``); None when off."""
+        process = self._process
+        if process is None or process.popen.poll() is not None:
+            return None
+        return process.client.execute(message)
+
     def monitor(self, text: str) -> str:
         """A human monitor command (``info usernet``) on the running VM; empty when it is not running."""
         process = self._process

@@ -162,6 +162,10 @@ def qemu_argv(  # noqa: PLR0917 - one command line, every input named
         "chardev:serial0",
         "-pidfile",
         str(files.pidfile),
+        # A hardware RNG, as a server's CPU has (RDRAND): without one the installer starts haveged to
+        # gather entropy, which under TCG costs minutes.
+        "-device",
+        "virtio-rng-pci,id=rng0",
     ]
     if mode == "Uefi":
         argv += [

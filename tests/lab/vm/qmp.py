@@ -14,6 +14,7 @@ Commands and their QEMU 7.2 schema (qapi/*.json in QEMU's source):
 - ``system_powerdown`` (qapi/machine.json): the ACPI power button (GracefulShutdown, PushPowerButton).
 - ``quit`` (qapi/control.json): QEMU exits at once - the power is cut (ForceOff).
 - ``query-status`` (qapi/run-state.json): ``running`` and ``status`` - the VM's power state, read back.
+- ``query-block`` (qapi/block-core.json): each drive's medium - what the virtual CD holds, read back.
 - ``human-monitor-command`` (qapi/control.json) ``info usernet``: the user network's connections, which show
   the guest's source address (how the lane tells a static address from a DHCP lease).
 """
@@ -66,6 +67,11 @@ def power_cut() -> dict[str, Any]:
 
 def query_status() -> dict[str, Any]:
     return command("query-status")
+
+
+def query_block() -> dict[str, Any]:
+    """Every drive and its medium (``inserted``, absent when the tray is empty), by qdev id."""
+    return command("query-block")
 
 
 def monitor(text: str) -> dict[str, Any]:

@@ -59,12 +59,13 @@ def _devices(argv: list[str]) -> dict[str, str]:
         (qmp.power_button(), {"execute": "system_powerdown"}),
         (qmp.power_cut(), {"execute": "quit"}),
         (qmp.query_status(), {"execute": "query-status"}),
+        (qmp.query_block(), {"execute": "query-block"}),
         (
             qmp.monitor("info usernet"),
             {"execute": "human-monitor-command", "arguments": {"command-line": "info usernet"}},
         ),
     ],
-    ids=["insert", "eject", "button", "cut", "status", "monitor"],
+    ids=["insert", "eject", "button", "cut", "status", "block", "monitor"],
 )
 def test_qmp_messages(message: dict[str, object], expected: dict[str, object]) -> None:
     assert message == expected
@@ -145,6 +146,7 @@ def test_identity_and_network() -> None:
     assert f"hostfwd=tcp:127.0.0.1:40022-{GUEST_ADDRESS}:22" in netdev  # loopback only
     assert argv[argv.index("-accel") + 1] == "kvm"
     assert "-no-reboot" in argv  # a guest reboot goes back through the BMC
+    assert devices["rng0"].startswith("virtio-rng-pci")  # the installer needs no haveged
     assert argv[argv.index("-qmp") + 1] == f"unix:{FILES.qmp},server=on,wait=off"
 
 
