@@ -264,8 +264,7 @@ class VmLane:
                 if time.monotonic() - last_switch > 15:
                     self.vm.send_serial(SCREEN_LOG_WINDOW)
                     last_switch = time.monotonic()
-            if not self.vm.running and self.lab.bmc(BMC_NAME).power_state == "Off":
-                raise LaneFailure(f"the VM powered off before the installer started; serial:\n{text[-3000:]}")
+            self._check_alive("before the installer's log window")
             time.sleep(POLL)
         raise LaneFailure(self._stalled("no installer log window on the serial console", timeout))
 
@@ -275,6 +274,7 @@ class VmLane:
         answered_at: float | None = None
         mirror_addresses = _addresses(self.mirror)
         while time.monotonic() < deadline:
+            self._check_alive("while the installer configured its network")
             self._poll_network()
             trace = evidence.installer_trace(self.text())
             used = trace.network()
@@ -304,6 +304,16 @@ class VmLane:
             time.sleep(POLL)
         raise LaneFailure(self._stalled("the installer never configured its network and reached the mirror", timeout))
 
+    def _check_alive(self, when: str) -> None:
+        """Fail at once when the VM stopped (its guest powered off, it crashed, or something killed it)."""
+        if self.vm.running or not self.vm.log.boots:
+            return
+        exits = self.vm.log.exits
+        reason = exits[-1]["reason"] if exits else "unknown"
+        stderr = self.vm.files.directory / "qemu.stderr"
+        said = stderr.read_text(errors="replace").strip()[-500:] if stderr.exists() else ""
+        raise LaneFailure(f"the VM stopped {when} ({reason}); QEMU said: {said or 'nothing'}\n{self._tail()}")
+
     def _explain(self, problems: list[str], trace: evidence.InstallerTrace, reached: list[evidence.Connection]) -> str:
         lines = ["the installer did not reach the Debian mirror with the preseed's static network:"]
         lines += [f"  - {p}" for p in problems]
@@ -318,9 +328,12 @@ class VmLane:
         lines += ["    " + line for line in self.text().splitlines()[-25:]]
         return "\n".join(lines)
 
-    def _stalled(self, what: str, timeout: float) -> str:
+    def _tail(self) -> str:
         tail = "\n".join("    " + line for line in self.text().splitlines()[-30:])
-        return f"{what} within {timeout:g}s ({self.accel}); last lines of the serial console:\n{tail}"
+        return f"last lines of the serial console:\n{tail}"
+
+    def _stalled(self, what: str, timeout: float) -> str:
+        return f"{what} within {timeout:g}s ({self.accel}); {self._tail()}"
 
     def wait_powered_off(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -115,12 +115,19 @@ def test_a_shown_question_is_a_prompt() -> None:
         ),
         (("<-- 0 true", "<-- 0 false"), "did not take the static configuration"),
         (("GET netcfg/get_nameservers", "GET netcfg/other"), "never read its nameservers"),
+        (("<-- 0 255.255.255.0", "<-- 0 255.255.0.0"), "used netmask 255.255.0.0"),
     ],
 )
 def test_network_problems_name_the_value_used(replace: tuple[str, str], problem: str) -> None:
     trace = evidence.installer_trace(evidence.plain_text(GOOD.replace(*replace)))
     problems = evidence.network_problems(EXPECTED, trace.network())
     assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("question", ["netcfg/get_netmask", "netcfg/disable_autoconfig"])
+def test_questions_netcfg_may_not_ask_are_not_problems(question: str) -> None:
+    trace = evidence.installer_trace(evidence.plain_text(GOOD.replace(f"GET {question}", "GET netcfg/other")))
+    assert evidence.network_problems(EXPECTED, trace.network()) == []
 
 
 def test_dhcp_client_lines_are_collected() -> None:
