@@ -90,7 +90,10 @@ redfish:
       elements: dict
       returned: always
     pcie_devices:
-      description: PCIe devices where exposed.
+      description:
+        - PCIe devices where exposed, each with C(id), C(name), C(manufacturer), C(model), C(device_type), the
+          C(classes) of its functions and their C(pci_ids) (C(vendor:device) in lower-case hex, for example
+          C(10de:1db6)) where the BMC lists PCIe functions.
       type: list
       elements: dict
       returned: always

@@ -139,7 +139,7 @@ options:
     description:
       - Further node pools to converge in the same run, with the options and semantics of
         M(metalplane.inference.vke_node_pool) (each item may set C(state) and C(replace)).
-      - Pools not listed are left alone.
+      - Pools not listed are left alone, unless O(remove_extra_pools=true).
     type: list
     elements: dict
     suboptions:
@@ -201,6 +201,21 @@ options:
         description: Allow replacing the pool when its plan changes.
         type: bool
         default: false
+      gpu_count:
+        description:
+          - GPUs per node the pool's plan must give. Checked, with the region's availability and before
+            anything is created, when the pool is to be created or replaced (one read of the plan catalogue);
+            a plan whose GPU count cannot be derived passes. Unset, not checked.
+        type: int
+  remove_extra_pools:
+    description:
+      - Also delete the pools that carry the tag C(metalplane.inference) but that no O(node_pools[].label)
+        accounts for (a label's replace generations C(<label>-<6 hex>) count as that label), after the listed
+        pools converged. The system pool (tag C(metalplane.inference/cluster)) is never one of them.
+      - With O(state=absent) no pool is listed, so every such pool is deleted (and waited for) first, while the
+        control plane still runs, then the cluster.
+    type: bool
+    default: false
   kubeconfig_path:
     description:
       - Write the cluster's kubeconfig to this file with mode 0600 (only when its content changed).
@@ -260,8 +275,10 @@ actions:
   type: list
   elements: str
 node_pools:
-  description: Per-pool outcome of O(node_pools).
-  returned: when O(node_pools) is set
+  description:
+    - Per-pool outcome of O(node_pools). With O(state=absent) and O(remove_extra_pools=true), the pools deleted
+      before the cluster.
+  returned: when O(node_pools) or O(remove_extra_pools) is set
   type: list
   elements: dict
 kubeconfig_path:
@@ -284,7 +301,10 @@ from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args i
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.client import VULTR_IMPORT_ERROR
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.cluster_ops import run_vke_cluster
-from ansible_collections.metalplane.inference.plugins.module_utils._vultr.pool_args import pool_item_spec, taint_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._vultr.pool_args import (
+    pool_item_spec,
+    system_pool_spec,
+)
 
 
 def argument_spec() -> dict[str, Any]:
@@ -300,19 +320,9 @@ def argument_spec() -> dict[str, Any]:
         "enable_firewall": {"type": "bool", "default": False},
         "vpc_id": {"type": "str"},
         "vpc_only": {"type": "bool", "default": False},
-        "system_pool": {
-            "type": "dict",
-            "options": {
-                "label": {"type": "str", "default": "system"},
-                "plan": {"type": "str", "default": "vc2-6c-16gb"},
-                "node_quantity": {"type": "int", "default": 1},
-                "min_nodes": {"type": "int", "default": 1},
-                "max_nodes": {"type": "int", "default": 2},
-                "labels": {"type": "dict"},
-                "taints": {"type": "list", "elements": "dict", "options": taint_spec()},
-            },
-        },
+        "system_pool": {"type": "dict", "options": system_pool_spec()},
         "node_pools": {"type": "list", "elements": "dict", "options": pool_item_spec()},
+        "remove_extra_pools": {"type": "bool", "default": False},
         "kubeconfig_path": {"type": "path"},
         "force": {"type": "bool", "default": False},
         "delete_linked_resources": {"type": "bool", "default": True},

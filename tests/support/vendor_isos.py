@@ -190,22 +190,22 @@ search --no-floppy --set=root -l '{volid}'
 
 ### BEGIN /etc/grub.d/10_linux ###
 menuentry 'Install CentOS Stream 10' --class fedora --class gnu-linux --class gnu --class os {
-	linux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} quiet
-	initrd{efi} /images/pxeboot/initrd.img
+\tlinux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} quiet
+\tinitrd{efi} /images/pxeboot/initrd.img
 }
 menuentry 'Test this media & install CentOS Stream 10' --class fedora --class gnu-linux --class gnu --class os {
-	linux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} rd.live.check quiet
-	initrd{efi} /images/pxeboot/initrd.img
+\tlinux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} rd.live.check quiet
+\tinitrd{efi} /images/pxeboot/initrd.img
 }
 submenu 'Troubleshooting -->' {
-	menuentry 'Install CentOS Stream 10 in text mode' --class fedora --class gnu-linux --class gnu --class os {
-		linux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} inst.text quiet
-		initrd{efi} /images/pxeboot/initrd.img
-	}
-	menuentry 'Rescue a CentOS Stream system' --class fedora --class gnu-linux --class gnu --class os {
-		linux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} inst.rescue quiet
-		initrd{efi} /images/pxeboot/initrd.img
-	}
+\tmenuentry 'Install CentOS Stream 10 in text mode' --class fedora --class gnu-linux --class gnu --class os {
+\t\tlinux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} inst.text quiet
+\t\tinitrd{efi} /images/pxeboot/initrd.img
+\t}
+\tmenuentry 'Rescue a CentOS Stream system' --class fedora --class gnu-linux --class gnu --class os {
+\t\tlinux{efi} /images/pxeboot/vmlinuz inst.stage2=hd:LABEL={volid} inst.rescue quiet
+\t\tinitrd{efi} /images/pxeboot/initrd.img
+\t}
 }
 """
 
@@ -218,26 +218,26 @@ set menu_color_normal=white/black
 set menu_color_highlight=black/light-gray
 
 menuentry "Try or Install Ubuntu Server" {
-	set gfxpayload=keep
-	linux	/casper/vmlinuz  ---
-	initrd	/casper/initrd
+\tset gfxpayload=keep
+\tlinux	/casper/vmlinuz  ---
+\tinitrd	/casper/initrd
 }
 menuentry "Ubuntu Server with the HWE kernel" {
-	set gfxpayload=keep
-	linux	/casper/hwe-vmlinuz  ---
-	initrd	/casper/hwe-initrd
+\tset gfxpayload=keep
+\tlinux	/casper/hwe-vmlinuz  ---
+\tinitrd	/casper/hwe-initrd
 }
 grub_platform
 if [ "$grub_platform" = "efi" ]; then
 menuentry 'Boot from next volume' {
-	exit 1
+\texit 1
 }
 menuentry 'UEFI Firmware Settings' {
-	fwsetup
+\tfwsetup
 }
 else
 menuentry 'Test memory' {
-	linux16 /boot/memtest86+x64.bin
+\tlinux16 /boot/memtest86+x64.bin
 }
 fi
 """
@@ -411,6 +411,11 @@ SHAPES: dict[str, Callable[[], Shape]] = {"el10": el10_shape, "ubuntu2404": ubun
 # Mastering.
 
 
+def _iso9660_clean(text: str) -> str:
+    """ISO9660 level-1 d-characters: letters, digits and ``_``; anything else becomes ``_``."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+
+
 def iso9660_name(path: str, *, directory: bool) -> str:
     """An ISO9660 level-3 path for a Rock Ridge path (upper case, d-characters, ``;1`` on files)."""
     parts = []
@@ -419,11 +424,10 @@ def iso9660_name(path: str, *, directory: bool) -> str:
         name = "".join(c if c.isalnum() or c == "_" else "_" for c in segment.upper().lstrip("."))
         is_file = index == len(segments) - 1 and not directory
         if is_file:
-            stem, _, ext = segment.upper().lstrip(".").rpartition(".")
+            stem, _unused, ext = segment.upper().lstrip(".").rpartition(".")
             if not stem:
                 stem, ext = ext, ""
-            clean = lambda s: "".join(c if c.isalnum() or c == "_" else "_" for c in s)  # noqa: E731
-            name = f"{clean(stem)[:30]}.{clean(ext)[:3]};1"
+            name = f"{_iso9660_clean(stem)[:30]}.{_iso9660_clean(ext)[:3]};1"
         parts.append(name[:31] or "_")
     return "/" + "/".join(parts)
 
@@ -493,7 +497,7 @@ def _extent_of(iso_path: Path, shape: Shape, rr_path: str) -> tuple[int, int]:
 
 def _grub_hybrid(dest: Path, shape: Shape) -> None:
     """Write what xorriso's --grub2-mbr/--grub2-boot-info leave: GRUB's MBR and partition table(s)."""
-    bios_extent, _ = _extent_of(dest, shape, shape.bios_image)
+    bios_extent, _unused = _extent_of(dest, shape, shape.bios_image)
     efi_extent, efi_len = _efi_entry(dest)
     size = dest.stat().st_size
     with dest.open("r+b") as out:

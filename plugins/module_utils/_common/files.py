@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 PRIVATE_FILE_MODE = 0o600  # owner read/write only: the file carries credentials
+PRIVATE_DIR_MODE = 0o700  # a directory created for such a file: nobody else lists or enters it
 
 
 def file_digest(path: Path) -> str | None:
@@ -40,7 +41,7 @@ def write_private_file(path: Path, content: bytes) -> bool:
     """
     if not private_file_needs_update(path, content):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, PRIVATE_FILE_MODE)

@@ -30,13 +30,18 @@ from .iso_fat import PYFATFS_IMPORT_ERROR
 _SHA256 = re.compile(r"^(?:sha256:)?([0-9a-fA-F]{64})$")
 READ_CHUNK = 4 * 1024 * 1024
 PUBLISHED_FILE_MODE = 0o640  # the web server's group may read it; others may not (the ISO holds secrets)
+# Where downloaded vendor ISOs are kept, named by their sha256 (boot_iso's cache_dir, metal_preflight's iso_cache_dir).
+DEFAULT_CACHE_DIR = "~/.cache/metalplane/isos"
+# HTTP statuses with which a server refuses HEAD but may still serve GET (RFC 9110 sections 15.5.6 and 15.6.2).
+HEAD_REFUSED = (405, 501)
 
 
 class PublishError(MetalplaneError):
     kind = "publish"
 
 
-def _checksum(value: Any) -> str:
+def parse_checksum(value: Any) -> str:
+    """The bare lower-case sha256 of ``sha256:<hex>`` or ``<hex>``; InputError on ``iso_checksum`` otherwise."""
     match = _SHA256.match(str(value or "").strip())
     if not match:
         raise InputError(
@@ -62,7 +67,8 @@ def _local_path(url: str) -> Path | None:
     return None
 
 
-def _check_url(url: str) -> None:
+def check_iso_url(url: str) -> None:
+    """http(s)://host/..., file://... or an absolute path; InputError on ``iso_url`` otherwise."""
     parts = urllib.parse.urlsplit(url)
     if _local_path(url) is None and (parts.scheme not in {"http", "https"} or not parts.netloc):
         raise InputError("iso_url", f"{url!r} is not an http(s):// or file:// URL or an absolute path")
@@ -70,6 +76,29 @@ def _check_url(url: str) -> None:
 
 def fetch_source(module: Any, url: str, sha256: str, cache_dir: Path, *, download: bool) -> tuple[Path | None, bool]:
     """The verified vendor ISO (path, downloaded now?); None in check mode when it is not cached yet."""
+    return fetch_verified(
+        url,
+        sha256,
+        cache_dir,
+        download=download,
+        timeout=module.params["api_timeout"],
+        validate_certs=module.params["validate_certs"],
+        ca_cert=module.params.get("ca_cert"),
+    )
+
+
+def fetch_verified(
+    url: str,
+    sha256: str,
+    cache_dir: Path,
+    *,
+    download: bool,
+    timeout: int,
+    validate_certs: bool,
+    ca_cert: str | None,
+) -> tuple[Path | None, bool]:
+    """``fetch_source`` without a module: a local file is verified in place, a remote one downloaded once into
+    ``cache_dir/<sha256>.iso`` and verified before it is renamed there (so the cache holds verified ISOs only)."""
     local = _local_path(url)
     if local is not None:
         if not local.is_file():
@@ -93,9 +122,9 @@ def fetch_source(module: Any, url: str, sha256: str, cache_dir: Path, *, downloa
             try:
                 response = open_url(
                     url,
-                    timeout=module.params["api_timeout"],
-                    validate_certs=module.params["validate_certs"],
-                    ca_path=module.params.get("ca_cert"),
+                    timeout=timeout,
+                    validate_certs=validate_certs,
+                    ca_path=ca_cert,
                     follow_redirects="safe",
                 )
                 for chunk in iter(lambda: response.read(READ_CHUNK), b""):
@@ -109,6 +138,31 @@ def fetch_source(module: Any, url: str, sha256: str, cache_dir: Path, *, downloa
     finally:
         Path(tmp).unlink(missing_ok=True)
     return cached, True
+
+
+def source_reachable(url: str, *, timeout: int, validate_certs: bool, ca_cert: str | None) -> None:
+    """Ask an http(s) URL for its headers only (a check-mode preflight downloads nothing); InputError on
+    ``iso_url`` when it does not answer with a success. A server that refuses HEAD is asked for one byte."""
+    from urllib.error import HTTPError
+
+    from ansible.module_utils.urls import open_url
+
+    options: dict[str, Any] = {
+        "timeout": timeout,
+        "validate_certs": validate_certs,
+        "ca_path": ca_cert,
+        "follow_redirects": "safe",
+    }
+    try:
+        try:
+            open_url(url, method="HEAD", **options).close()
+        except HTTPError as exc:
+            if exc.code not in HEAD_REFUSED:
+                raise
+            with open_url(url, headers={"Range": "bytes=0-0"}, **options) as response:
+                response.read(1)
+    except Exception as exc:  # urllib/ssl/socket errors all mean "could not reach"
+        raise InputError("iso_url", f"cannot reach {url}: {exc}") from exc
 
 
 def _publish_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -160,16 +214,16 @@ def _present(module: Any, dest: Path) -> dict[str, Any]:
     params = module.params
     # 1. Every input, before anything is downloaded or written.
     settings = host_settings.host_settings(params)
-    sha256 = _checksum(params.get("iso_checksum"))
+    sha256 = parse_checksum(params.get("iso_checksum"))
     url = str(params.get("iso_url") or "")
-    _check_url(url)
+    check_iso_url(url)
     publish = _publish_options(params)
     if params.get("ssh_host_key"):
         host_key = hostkeys.parse_host_key(params["ssh_host_key"], f"root@{settings.hostname}")
         key_generated = False
     else:
         host_key = None
-    cache_dir = Path(params.get("cache_dir") or "~/.cache/metalplane/isos").expanduser()
+    cache_dir = Path(params.get("cache_dir") or DEFAULT_CACHE_DIR).expanduser()
 
     # 2. The vendor ISO, verified.
     source, downloaded = fetch_source(module, url, sha256, cache_dir, download=not module.check_mode)

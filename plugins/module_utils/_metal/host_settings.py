@@ -98,48 +98,65 @@ def validate_mac(value: Any, field: str = "network.mac") -> str:
     return text.replace("-", ":")
 
 
-def validate_network(network: dict[str, Any] | None) -> Network:
-    if not network:
-        raise InputError("network", "the static network is required: mac, address (IP/prefix), gateway, dns")
-    mac = validate_mac(network.get("mac"))
-    raw = str(network.get("address") or "")
-    prefix = network.get("prefix")
-    if "/" not in raw and prefix is not None:
-        raw = f"{raw}/{prefix}"
+def validate_interface(address: Any, prefix: Any = None, field: str = "network.address") -> ipaddress.IPv4Interface:
+    """``IP/prefix`` (or the bare IP with ``prefix``) that is a host address of its prefix."""
+    given = str(address or "")
+    raw = f"{given}/{prefix}" if "/" not in given and prefix is not None else given
     try:
         interface = ipaddress.IPv4Interface(raw)
     except ValueError:
         raise InputError(
-            "network.address", f"{raw!r} is not an IPv4 address with a prefix, e.g. 192.168.120.70/24"
+            field, f"{raw!r} is not an IPv4 address with a prefix (0 to 32), e.g. 192.168.120.70/24"
         ) from None
-    if "/" not in str(network.get("address") or "") and prefix is None:
-        raise InputError("network.address", f"{raw!r} has no prefix; write it as IP/prefix, e.g. 192.168.120.70/24")
+    if "/" not in raw:
+        raise InputError(field, f"{raw!r} has no prefix; write it as IP/prefix, e.g. 192.168.120.70/24")
     net = interface.network
     if net.prefixlen < 31 and interface.ip in (net.network_address, net.broadcast_address):
         raise InputError(
-            "network.address",
+            field,
             f"{interface} is the {'network' if interface.ip == net.network_address else 'broadcast'} address of "
             f"{net}, not a host address in that prefix",
         )
+    return interface
+
+
+def validate_gateway(
+    value: Any, interface: ipaddress.IPv4Interface, field: str = "network.gateway"
+) -> ipaddress.IPv4Address:
+    """An IPv4 address on ``interface``'s subnet that is not the host itself."""
     try:
-        gateway = ipaddress.IPv4Address(str(network.get("gateway") or ""))
+        gateway = ipaddress.IPv4Address(str(value or ""))
     except ValueError:
-        raise InputError("network.gateway", f"{network.get('gateway')!r} is not an IPv4 address") from None
+        raise InputError(field, f"{value!r} is not an IPv4 address") from None
+    net = interface.network
     if gateway not in net or gateway == interface.ip:
         reason = "is the host's own address" if gateway == interface.ip else f"is outside the host's subnet {net}"
-        raise InputError("network.gateway", f"{gateway} {reason}; give the router on {net}")
-    dns_values = network.get("dns") or []
-    if isinstance(dns_values, str):
-        dns_values = [dns_values]
+        raise InputError(field, f"{gateway} {reason}; give the router on {net}")
+    return gateway
+
+
+def validate_dns(values: Any, field: str = "network.dns") -> tuple[str, ...]:
+    """At least one DNS server, each an IP address."""
+    if isinstance(values, str):
+        values = [values]
     dns: list[str] = []
-    for server in dns_values:
+    for server in values or []:
         try:
             dns.append(str(ipaddress.ip_address(str(server))))
         except ValueError:
-            raise InputError("network.dns", f"{server!r} is not an IP address") from None
+            raise InputError(field, f"{server!r} is not an IP address") from None
     if not dns:
-        raise InputError("network.dns", "give at least one DNS server (the installer resolves package mirrors)")
-    return Network(mac, interface, gateway, tuple(dns))
+        raise InputError(field, "give at least one DNS server (the installer resolves package mirrors)")
+    return tuple(dns)
+
+
+def validate_network(network: dict[str, Any] | None) -> Network:
+    if not network:
+        raise InputError("network", "the static network is required: mac, address (IP/prefix), gateway, dns")
+    mac = validate_mac(network.get("mac"))
+    interface = validate_interface(network.get("address"), network.get("prefix"))
+    gateway = validate_gateway(network.get("gateway"), interface)
+    return Network(mac, interface, gateway, validate_dns(network.get("dns")))
 
 
 def validate_disk(disk: dict[str, Any] | None) -> tuple[str, str]:

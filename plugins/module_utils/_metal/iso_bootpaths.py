@@ -134,7 +134,7 @@ def _grub_entries(lines: list[str]) -> list[tuple[int, int, str, str]]:
             stack.append((number, kind, entry_id, 0))
             continue
         if _GRUB_CLOSE.match(line) and stack:
-            start, kind, entry_id, _ = stack.pop()
+            start, kind, entry_id, _unused = stack.pop()
             if kind == "menuentry":
                 body = lines[start + 1 : number]
                 kernels = [m for m in (_GRUB_KERNEL.match(b) for b in body) if m]
@@ -153,7 +153,7 @@ def edit_grub_cfg(text: str, edit: KernelEdit) -> EditResult:
     entries = _grub_entries(lines)
     if not entries:
         raise BootPathError("no GRUB menu entry boots an installer kernel with an initrd")
-    for start, end, _, _ in entries:
+    for start, end, _unused, _unused2 in entries:
         for number in range(start + 1, end):
             kernel = _GRUB_KERNEL.match(lines[number])
             if kernel:
@@ -278,7 +278,8 @@ def _edit_isolinux_label(lines: list[str], numbers: list[int], edit: KernelEdit)
     if kernel is None or append is None:
         return False
     match = _SYS_DIRECTIVE.match(lines[append])
-    assert match is not None
+    if match is None:  # the scan above found this line by the same pattern
+        raise AssertionError(f"isolinux line {append} is no longer an append directive")
     args = match.group(4).split()
     has_initrd = initrd is not None or any(a.startswith("initrd=") for a in args)
     if not has_initrd or _is_skipped(args):
@@ -359,7 +360,7 @@ def follow_grub_chain(
 ) -> tuple[str, tuple[str, ...]]:
     """From ``path`` (an ISO file), follow stub configurations to the one with the menu."""
     current, hops = path, via
-    for _ in range(MAX_CHAIN):
+    for _unused in range(MAX_CHAIN):
         text = read(current)
         if text is None:
             raise BootPathError(f"{' -> '.join((*hops, current))}: {current} is not on the ISO")

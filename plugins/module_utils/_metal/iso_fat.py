@@ -100,17 +100,19 @@ def _read(fat: PyFat, entry: object) -> bytes:
 
 def find_files(image: bytes, name: str) -> list[FatFile]:
     """Every file whose last path component equals ``name`` ignoring case (``grub.cfg`` finds ``GRUB.CFG``)."""
-    fat, _ = _open(image, writable=False)
+    fat, _unused = _open(image, writable=False)
     wanted = name.lower()
     return [
-        FatFile(path, _read(fat, entry)) for path, entry, _ in _walk(fat) if path.rsplit("/", 1)[-1].lower() == wanted
+        FatFile(path, _read(fat, entry))
+        for path, entry, _unused in _walk(fat)
+        if path.rsplit("/", 1)[-1].lower() == wanted
     ]
 
 
 def read_file(image: bytes, path: str) -> bytes:
     """The content of ``path`` (compared ignoring case); FatImageError when absent."""
-    fat, _ = _open(image, writable=False)
-    for found, entry, _ in _walk(fat):
+    fat, _unused = _open(image, writable=False)
+    for found, entry, _unused in _walk(fat):
         if found.lower() == path.lower():
             return _read(fat, entry)
     raise FatImageError(f"{path} is not in the El Torito EFI image")

@@ -189,7 +189,7 @@ def volume_id(source: Path) -> str:
 def _iso9660_name(rr_path: str, level: int, used: dict[str, set[str]]) -> str:
     """An ISO9660 path for a new file (8.3 names at interchange level 1, d-characters only)."""
     directory, name = posixpath.split(rr_path)
-    stem, _, ext = name.upper().rpartition(".")
+    stem, _unused, ext = name.upper().rpartition(".")
     if not stem:
         stem, ext = ext, ""
     clean = "".join(c if c.isalnum() or c == "_" else "_" for c in stem)
@@ -260,7 +260,7 @@ def _build(  # noqa: PLR0912, PLR0915 - one linear flow: find the boot paths, ed
         config = iso_bootpaths.bios_config(loader, entry.path, lambda p: view.find(p) is not None)
         config = view.find(config) or config
         if loader == "isolinux":
-            edited, _ = iso_bootpaths.edit_isolinux(_isolinux_files(view, config), config, edit)
+            edited, _unused = iso_bootpaths.edit_isolinux(_isolinux_files(view, config), config, edit)
             iso_edits.update(edited)
             boot_paths.append(BootPath("bios", "isolinux", "iso", config))
         else:

@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -208,11 +207,15 @@ def running(iso: Path) -> dict[str, Any] | None:
 
 def start(iso: Path, address: str, port: int, lifetime: int) -> dict[str, Any]:
     """Start the detached server for ``iso``; its record (pid, address, port, url; no secret but the URL token)."""
+    from ansible.module_utils.urls import open_url  # here: the detached server runs this file without Ansible
+
     token = secrets.token_hex(16)
     log = iso.with_name(f"{iso.name}.server.log")
     argv = [sys.executable, "-c", _own_source(), SERVER_MARKER, str(iso), address, str(port), token, str(lifetime)]
+    # A detached child, not run_command: the server must outlive this module run (it stops on eject,
+    # on its lifetime or on state=absent), and run_command waits for the command to end.
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # pylint: disable=ansible-bad-function
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True
         )
     url = f"http://{'[' + address + ']' if ':' in address else address}:{port}/{token}/{urllib.parse.quote(iso.name)}"
@@ -222,8 +225,7 @@ def start(iso: Path, address: str, port: int, lifetime: int) -> dict[str, Any]:
             reason = log.read_text(errors="replace").strip().splitlines()
             raise OSError(f"the ISO server exited at start: {reason[-1] if reason else process.returncode}")
         try:
-            request = urllib.request.Request(url, method="HEAD")
-            with urllib.request.urlopen(request, timeout=2):
+            with open_url(url, method="HEAD", timeout=2, validate_certs=False):
                 break
         except OSError:
             time.sleep(0.1)
@@ -244,7 +246,7 @@ def stop(iso: Path) -> bool:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
             stopped = True
-        for _ in range(50):
+        for _unused in range(50):
             if not _is_ours(pid, iso):
                 break
             time.sleep(0.1)

@@ -99,12 +99,15 @@ def _pcie(client: Any) -> list[dict[str, Any]]:
     for ref in refs:
         j = client.get_json(ref["@odata.id"], "Reading a PCIe device")
         function_classes = []
+        pci_ids = []
         functions = (j.get("PCIeFunctions") or {}).get("@odata.id")
         if functions:
             for member in client.get_json(functions, "Listing PCIe functions").get("Members") or []:
-                function_classes.append(
-                    client.get_json(member["@odata.id"], "Reading a PCIe function").get("DeviceClass")
-                )
+                function = client.get_json(member["@odata.id"], "Reading a PCIe function")
+                function_classes.append(function.get("DeviceClass"))
+                pci_id = _pci_id(function.get("VendorId"), function.get("DeviceId"))
+                if pci_id and pci_id not in pci_ids:
+                    pci_ids.append(pci_id)
         devices.append(
             {
                 "id": j.get("Id"),
@@ -113,9 +116,18 @@ def _pcie(client: Any) -> list[dict[str, Any]]:
                 "model": j.get("Model"),
                 "device_type": j.get("DeviceType"),
                 "classes": [c for c in function_classes if c],
+                "pci_ids": pci_ids,
             }
         )
     return devices
+
+
+def _pci_id(vendor: Any, device: Any) -> str | None:
+    """``vendor:device`` in lower-case hex (``10de:1db6``) from PCIeFunction ``VendorId``/``DeviceId``
+    (DMTF PCIeFunction v1: strings like ``0x10DE``); None when either is missing."""
+    if not vendor or not device:
+        return None
+    return f"{str(vendor).lower().removeprefix('0x')}:{str(device).lower().removeprefix('0x')}"
 
 
 def _is_gpu(device: dict[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 
 from .client import VultrClient
+from .plans import describe_gpu_plan, gpu_count_problem
 from .versions import resolve_version
 
 KUBERNETES_OPTION = "kubernetes"  # region ``options`` entry of regions that offer VKE
@@ -43,6 +44,23 @@ def check_plans_available(client: VultrClient, region: str, plans: Mapping[str, 
             gpu = sorted(p for p in available if p.startswith("vcg-"))
             hint = f"; GPU plans available there: {', '.join(gpu)}" if plan.startswith("vcg-") and gpu else ""
             raise InputError(field, f"plan {plan!r} is not available in region {region!r}{hint}")
+
+
+def check_gpu_counts(client: VultrClient, wanted: Mapping[str, tuple[str, int]]) -> None:
+    """Each ``{option: (plan, gpu_count)}``: the plan gives that many GPUs per node (``GET /plans``).
+
+    Vultr has no GPU-count field: the count is derived from the plan's VRAM (``plans.describe_gpu_plan``).
+    ``type=all`` because whole-GPU plans report ``type: vdm``; only fractional slices say ``vcg``.
+    """
+    if not wanted:
+        return
+    described = {
+        d["id"]: d for d in (describe_gpu_plan(p) for p in client.list_all("/plans", "plans", {"type": "all"})) if d
+    }
+    for field, (plan, gpu_count) in wanted.items():
+        problem = gpu_count_problem(described.get(plan), gpu_count)
+        if problem is not None:
+            raise InputError(field, f"plan {plan!r} {problem}")
 
 
 def resolve(client: VultrClient, requested: str) -> str:

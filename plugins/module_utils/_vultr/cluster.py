@@ -24,6 +24,8 @@ from .node_pool import POOL_LABEL_KEY, PoolSpec, plan_pool, pool_spec_from_param
 from .versions import LATEST, is_exact, matches, normalise, version_key
 
 CLUSTER_OWNER_TAG = "metalplane.inference/cluster"  # tag of the inline system pool = cluster marker
+# The system pool's defaults, applied here and declared by ``vke_cluster``'s argument spec
+# (``pool_args.system_pool_spec``) from this one dict.
 SYSTEM_POOL_DEFAULTS: dict[str, Any] = {
     "label": "system",
     "plan": "vc2-6c-16gb",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,20 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.modul
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Poll, wait_for
 
 from .args import client_from_params
-from .catalog import check_plans_available, check_region, resolve
+from .catalog import check_gpu_counts, check_plans_available, check_region, resolve
 from .client import VultrClient
-from .cluster import ClusterSpec, cluster_drift, cluster_spec_from_params, create_body, find_by_label, version_drift
+from .cluster import (
+    CLUSTER_OWNER_TAG,
+    ClusterSpec,
+    cluster_drift,
+    cluster_spec_from_params,
+    create_body,
+    find_by_label,
+    version_drift,
+)
 from .errors import ineligible_plan_error, is_ineligible_plan, is_server_error, vpc_only_error
-from .node_pool import PoolSpec, pool_spec_from_params
-from .pool_ops import PoolOptions, needs_new_pool, plan_reconcile, reconcile_pool, remove_pools
+from .node_pool import PoolSpec, extra_pools, pool_spec_from_params
+from .pool_ops import PoolOptions, creates_pool, delete_pools, reconcile_pool, remove_pools
 from .versions import LATEST, is_exact, matches, normalise, version_key
 from .waits import POLL_BACKOFF, cluster_ready, status_view, wait_cluster_active, wait_gone
 
@@ -65,6 +74,8 @@ def _pool_specs(params: dict[str, Any]) -> list[tuple[PoolSpec, dict[str, Any]]]
         if values.get("vpc_only") is None:
             values["vpc_only"] = bool(params.get("vpc_only"))
         specs.append((pool_spec_from_params(values, prefix=f"node_pools[{index}].", need_plan=present), item))
+        if item.get("gpu_count") is not None and item["gpu_count"] < 1:
+            raise InputError(f"node_pools[{index}].gpu_count", f"must be at least 1, got {item['gpu_count']}")
     labels = [s.label for s, _pool in specs]
     if len(set(labels)) != len(labels):
         raise InputError("node_pools", "pool labels must be unique within the cluster")
@@ -100,10 +111,25 @@ def _find(client: VultrClient, spec: ClusterSpec, force: bool) -> dict[str, Any]
     if foreign and not force:
         raise ConflictError(
             f"a VKE cluster labelled {spec.label!r} exists ({foreign[0]['id']}) but was not created by this "
-            "collection (no node pool tagged 'metalplane.inference/cluster'); choose another label, or set "
+            f"collection (no node pool tagged {CLUSTER_OWNER_TAG!r}); choose another label, or set "
             "force: true to manage it"
         )
     return foreign[0] if foreign else None
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one step of a ``present`` run did (find or create, upgrade, pools).
+
+    Each step returns its own and ``_present`` merges them in order, so no step writes into a
+    result that another step also writes.
+    """
+
+    cluster: dict[str, Any]
+    changed: bool = False
+    actions: list[str] = dataclasses.field(default_factory=list)
+    drift: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    node_pools: list[dict[str, Any]] | None = None  # per-pool outcomes, when pools were converged
 
 
 def _present(
@@ -114,67 +140,90 @@ def _present(
     module: MetalplaneModule,
 ) -> dict[str, Any]:
     check = module.check_mode
-    timeout = params["wait_timeout"]
-    cluster = _find(client, spec, params["force"])
-    actions: list[str] = []
-    result: dict[str, Any] = {"changed": False, "actions": actions, "drift": []}
-    before = cluster_view(cluster)
-    created = cluster is None
-    if cluster is None:
-        cluster = _create(client, spec, pool_specs, params=params, check=check, actions=actions)
-        result["changed"] = True
+    found = _find(client, spec, params["force"])
+    before = cluster_view(found)
+    if found is None:
+        cluster, actions = _create(client, spec, pool_specs, params=params, check=check)
         if cluster is None:  # check mode
-            result.update(cluster={}, diff={"before": {}, "after": {"label": spec.label, "state": "present"}})
             if params.get("kubeconfig_path"):
-                actions.append(f"write kubeconfig to {params['kubeconfig_path']}")
-            return result
+                actions = [*actions, f"write kubeconfig to {params['kubeconfig_path']}"]
+            return {
+                "changed": True,
+                "actions": actions,
+                "drift": [],
+                "cluster": {},
+                "diff": {"before": {}, "after": {"label": spec.label, "state": "present"}},
+            }
+        steps = [Outcome(cluster, changed=True, actions=actions)]
     else:
-        cluster = _existing(client, spec, cluster, params=params, check=check, result=result)
+        steps = [_existing(client, spec, found, params=params, check=check)]
+    cluster = steps[-1].cluster
     # Not just the cluster's status: after an interrupted run it may be active while its pools or
     # nodes are still pending. The embedded pools make this free when everything is ready.
     if params["wait"] and not check and not cluster_ready(cluster):
-        cluster = wait_cluster_active(client, cluster["id"], timeout)
-    if pool_specs:
-        cluster = _converge_pools(
-            client, cluster, pool_specs, params=params, check=check, result=result, plans_checked=created
+        cluster = wait_cluster_active(client, cluster["id"], params["wait_timeout"])
+    if pool_specs or params.get("remove_extra_pools"):
+        steps.append(
+            _converge_pools(client, cluster, pool_specs, params=params, check=check, plans_checked=found is None)
         )
+        cluster = steps[-1].cluster
+    result: dict[str, Any] = {
+        "changed": any(step.changed for step in steps),
+        "actions": [action for step in steps for action in step.actions],
+        "drift": [entry for step in steps for entry in step.drift],
+    }
+    pools = [step.node_pools for step in steps if step.node_pools is not None]
+    if pools:
+        result["node_pools"] = pools[0]
     if params.get("kubeconfig_path"):
         if _kubeconfig(client, cluster, Path(params["kubeconfig_path"]), check, module):
             result["changed"] = True
-            actions.append(f"wrote kubeconfig to {params['kubeconfig_path']}")
+            result["actions"].append(f"wrote kubeconfig to {params['kubeconfig_path']}")
         result["kubeconfig_path"] = params["kubeconfig_path"]
-    result["cluster"] = cluster
-    result["diff"] = {"before": before, "after": cluster_view(cluster)}
-    return result
+    return {**result, "cluster": cluster, "diff": {"before": before, "after": cluster_view(cluster)}}
 
 
 def _existing(
-    client: VultrClient,
-    spec: ClusterSpec,
-    cluster: dict[str, Any],
-    *,
-    params: dict[str, Any],
-    check: bool,
-    result: dict,
-) -> dict[str, Any]:
+    client: VultrClient, spec: ClusterSpec, cluster: dict[str, Any], *, params: dict[str, Any], check: bool
+) -> Outcome:
     """Drift of create-only fields (reported) and the version (reported, or upgraded when allowed)."""
-    result["drift"] = cluster_drift(spec, cluster)
+    drift = cluster_drift(spec, cluster)
     current = cluster.get("version", "")
     if not params["allow_upgrade"]:
         if version_drift(spec, current):  # no request: a plain comparison (``latest`` is not checked)
             desired = normalise(spec.version) if is_exact(spec.version) else spec.version
-            result["drift"].append(
+            drift.append(
                 {"field": "version", "observed": current, "desired": desired, "reason": "running version differs"}
             )
-        return cluster
+        return Outcome(cluster, drift=drift)
     target = _upgrade_target(client, spec, cluster)
     if target is None:
-        return cluster
-    result["changed"] = True
-    result["actions"].append(f"upgrade {current} -> {target}")
-    if check:
-        return cluster
-    return _upgrade(client, cluster, target, params["wait_timeout"] if params["wait"] else None)
+        return Outcome(cluster, drift=drift)
+    if not check:
+        cluster = _upgrade(client, cluster, target, params["wait_timeout"] if params["wait"] else None)
+    return Outcome(cluster, changed=True, actions=[f"upgrade {current} -> {target}"], drift=drift)
+
+
+def _check_new_pools(
+    client: VultrClient,
+    region: str,
+    pool_specs: list[tuple[PoolSpec, dict[str, Any]]],
+    new: list[int],
+    *,
+    system_plan: str | None = None,
+) -> None:
+    """Before the first write: the plan of every pool to create (indexes ``new``) is sold in the region
+    (one ``availability`` read), and gives the pool's ``gpu_count`` when it sets one (one ``plans`` read).
+    """
+    plans = {} if system_plan is None else {"system_pool.plan": system_plan}
+    plans.update({f"node_pools[{i}].plan": pool_specs[i][0].plan for i in new})
+    check_plans_available(client, region, plans)
+    counts = {
+        f"node_pools[{i}].gpu_count": (pool_specs[i][0].plan, int(pool_specs[i][1]["gpu_count"]))
+        for i in new
+        if pool_specs[i][1].get("gpu_count") is not None
+    }
+    check_gpu_counts(client, counts)
 
 
 def _converge_pools(
@@ -184,15 +233,15 @@ def _converge_pools(
     *,
     params: dict[str, Any],
     check: bool,
-    result: dict,
     plans_checked: bool = False,
-) -> dict[str, Any]:
+) -> Outcome:
     """The ``node_pools`` option: compared with the pools embedded in ``cluster`` (no request if equal).
 
     Every pool is planned before the first write: a conflict (a foreign pool, an immutable change
-    without ``replace``) or a plan not sold in the region (one ``availability`` request, only when a
-    pool is to be created or replaced) fails the task with nothing changed. ``plans_checked``: the
-    cluster was just created, and ``_create`` checked every pool's plan already.
+    without ``replace``) or a plan not sold in the region or without the pool's ``gpu_count`` (reads
+    only when a pool is to be created or replaced) fails the task with nothing changed. ``plans_checked``:
+    the cluster was just created, and ``_create`` checked every pool's plan already. With
+    ``remove_extra_pools``, our pools that no listed label accounts for are deleted last.
     """
     options = [
         PoolOptions(
@@ -204,34 +253,37 @@ def _converge_pools(
         )
         for index, (_spec, item) in enumerate(pool_specs)
     ]
-    new_plans: dict[str, str] = {}
-    for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True)):
-        if item.get("state") == "absent":
-            continue
-        plan = plan_reconcile(cluster, pool_spec, opts)[2]
-        if needs_new_pool(plan):
-            new_plans[f"node_pools[{index}].plan"] = pool_spec.plan
+    new = [
+        index
+        for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True))
+        if item.get("state") != "absent" and creates_pool(cluster, pool_spec, opts)
+    ]
     if not plans_checked:
-        check_plans_available(client, cluster["region"], new_plans)
-    pools_result = []
-    changed = False
+        _check_new_pools(client, cluster["region"], pool_specs, new)
+    extra = (
+        extra_pools(cluster.get("node_pools") or [], [pool_spec.label for pool_spec, _item in pool_specs])
+        if params.get("remove_extra_pools")
+        else []
+    )
+    step = Outcome(cluster, node_pools=[])
     for index, ((pool_spec, item), opts) in enumerate(zip(pool_specs, options, strict=True)):
         if item.get("state") == "absent":
             outcome = remove_pools(client, cluster, pool_spec, opts)
         else:
             outcome = reconcile_pool(client, cluster, pool_spec, opts)
-        outcome.pop("diff", None)
-        pools_result.append(outcome)
-        result["drift"].extend({**d, "field": f"node_pools[{index}].{d['field']}"} for d in outcome.get("drift") or [])
+        step.node_pools.append({k: v for k, v in outcome.items() if k != "diff"})
+        step.drift.extend({**d, "field": f"node_pools[{index}].{d['field']}"} for d in outcome.get("drift") or [])
         if outcome["changed"]:
-            changed = True
-            result["actions"].extend(f"{pool_spec.label}: {a}" for a in outcome["actions"])
-    result["node_pools"] = pools_result
-    if changed:
-        result["changed"] = True
-        if not check:
-            return client.call("GET", f"{CLUSTERS}/{cluster['id']}")["vke_cluster"]
-    return cluster
+            step.changed = True
+            step.actions.extend(f"{pool_spec.label}: {a}" for a in outcome["actions"])
+    if extra:
+        opts = PoolOptions(check_mode=check, wait=params["wait"], wait_timeout=params["wait_timeout"])
+        delete_pools(client, cluster, extra, opts)
+        step.changed = True
+        step.actions.extend(f"{p.get('label')}: delete pool {p.get('label')} (ours, not listed)" for p in extra)
+    if step.changed and not check:
+        step.cluster = client.call("GET", f"{CLUSTERS}/{cluster['id']}")["vke_cluster"]
+    return step
 
 
 def _create(
@@ -241,18 +293,15 @@ def _create(
     *,
     params: dict[str, Any],
     check: bool,
-    actions: list[str],
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The new cluster (None in check mode) and what was done; every pool's plan is checked first."""
     region = check_region(client, spec.region)
-    plans = {"system_pool.plan": spec.system_pool.plan}
-    plans.update(
-        {f"node_pools[{i}].plan": s.plan for i, (s, item) in enumerate(pool_specs) if item.get("state") != "absent"}
-    )
-    check_plans_available(client, region, plans)
+    present = [i for i, (_s, item) in enumerate(pool_specs) if item.get("state") != "absent"]
+    _check_new_pools(client, region, pool_specs, present, system_plan=spec.system_pool.plan)
     version = normalise(spec.version) if is_exact(spec.version) else resolve(client, spec.version)
-    actions.append(f"create cluster {spec.label} ({version}, {region}) with pool {spec.system_pool.label}")
+    actions = [f"create cluster {spec.label} ({version}, {region}) with pool {spec.system_pool.label}"]
     if check:
-        return None
+        return None, actions
     body = create_body(spec, version)
 
     def find() -> dict[str, Any] | None:
@@ -274,7 +323,7 @@ def _create(
         raise
     if recovered:
         actions.append("create response was lost or failed; found the created cluster by label and marker")
-    return cluster
+    return cluster, actions
 
 
 def _vpc_only_failure(client: VultrClient, spec: ClusterSpec, exc: ApiError, find: Any, timeout: float) -> ApiError:
@@ -380,20 +429,35 @@ def _absent(client: VultrClient, spec: ClusterSpec, params: dict[str, Any], chec
     if foreign and not ours and not params["force"]:
         raise ConflictError(
             f"refusing to delete VKE cluster {spec.label!r} ({foreign[0]['id']}): it does not carry this collection's "
-            "marker (a node pool tagged 'metalplane.inference/cluster'). Set force: true to delete it anyway."
+            f"marker (a node pool tagged {CLUSTER_OWNER_TAG!r}). Set force: true to delete it anyway."
         )
     targets = ours + (foreign if params["force"] else [])
     suffix = "/delete-with-linked-resources" if params["delete_linked_resources"] else ""
+    # remove_extra_pools: no pool is listed on teardown, so every pool of ours goes first, while the
+    # control plane still runs; the cluster's own marker pool is never among them.
+    pools = {c["id"]: extra_pools(c.get("node_pools") or [], []) for c in targets}
+    if not params.get("remove_extra_pools"):
+        pools = {}
+    actions = [f"delete pool {p.get('label')}" for c in targets for p in pools.get(c["id"], [])]
+    actions += [f"delete cluster {c['id']}{' with linked resources' if suffix else ''}" for c in targets]
     result: dict[str, Any] = {
         "changed": bool(targets),
-        "actions": [f"delete cluster {c['id']}{' with linked resources' if suffix else ''}" for c in targets],
+        "actions": actions,
         "drift": [],
         "cluster": {},
         "diff": {"before": cluster_view(targets[0]) if targets else {}, "after": {}},
     }
+    if params.get("remove_extra_pools"):
+        result["node_pools"] = [
+            {"label": p.get("label"), "changed": True, "actions": [f"delete pool {p.get('label')}"]}
+            for c in targets
+            for p in pools.get(c["id"], [])
+        ]
     if check:
         return result
+    opts = PoolOptions(wait=params["wait"], wait_timeout=params["wait_timeout"])
     for cluster in targets:
+        delete_pools(client, cluster, pools.get(cluster["id"], []), opts)
         path = f"{CLUSTERS}/{cluster['id']}"
         try:
             client.call("DELETE", path + suffix)

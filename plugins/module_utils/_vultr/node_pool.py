@@ -311,3 +311,23 @@ def select_pools(
         current = next((p for p in ours if p.get("label") == spec.label), None) or (ours[0] if ours else None)
     stale = [p for p in ours if current is None or p.get("id") != current.get("id")]
     return current, stale, foreign
+
+
+def extra_pools(pools: Iterable[dict[str, Any]], listed: Iterable[str], tag: str = OWNER_TAG) -> list[dict[str, Any]]:
+    """Pools carrying ``tag`` that no listed label accounts for, in label order.
+
+    A pool is accounted for when it is a listed label or one of its replace generations, or when a
+    listed label is one of *its* generations (the pool is that label's base: removing the base label
+    would remove the generation too). Other tags, the system pool's included, are never extra.
+    """
+    names = list(listed)
+    extra = [
+        pool
+        for pool in pools
+        if pool.get("tag") == tag
+        and not any(
+            is_generation_of(str(pool.get("label")), name) or is_generation_of(name, str(pool.get("label")))
+            for name in names
+        )
+    ]
+    return sorted(extra, key=lambda pool: str(pool.get("label")))

@@ -91,3 +91,17 @@ def describe_gpu_plan(plan: dict[str, Any]) -> dict[str, Any] | None:
         "type": plan.get("type"),
         "locations": list(plan.get("locations") or []),
     }
+
+
+def gpu_count_problem(described: dict[str, Any] | None, gpu_count: int) -> str | None:
+    """Why a plan does not give ``gpu_count`` GPUs per node, or None when it does (or cannot be told).
+
+    ``described``: the plan's :func:`describe_gpu_plan` summary, None when the catalogue does not list
+    it as a GPU plan. A plan whose GPU count is unknown (a model missing from ``GPU_VRAM_GB``) passes.
+    """
+    if described is None:
+        return "is not a GPU plan Vultr lists"
+    have = described.get("gpu_count")
+    if have is None or int(have) == gpu_count:
+        return None
+    return f"has {have} GPU(s) per node, gpu_count says {gpu_count}"

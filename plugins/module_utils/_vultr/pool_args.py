@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cluster import SYSTEM_POOL_DEFAULTS
 from .node_pool import OWNER_TAG, TAINT_EFFECTS
 
 
@@ -43,4 +44,18 @@ def pool_item_spec() -> dict[str, Any]:
         **pool_spec(),
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "replace": {"type": "bool", "default": False},
+        "gpu_count": {"type": "int"},
+    }
+
+
+def system_pool_spec() -> dict[str, Any]:
+    """Options of ``vke_cluster``'s ``system_pool``: the defaults are ``SYSTEM_POOL_DEFAULTS``, never retyped."""
+    spec: dict[str, Any] = {
+        name: {"type": "int" if isinstance(value, int) else "str", "default": value}
+        for name, value in SYSTEM_POOL_DEFAULTS.items()
+    }
+    return {
+        **spec,
+        "labels": {"type": "dict"},
+        "taints": {"type": "list", "elements": "dict", "options": taint_spec()},
     }

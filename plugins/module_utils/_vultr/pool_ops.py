@@ -198,6 +198,15 @@ def needs_new_pool(plan: PoolPlan) -> bool:
     return plan.create or bool(plan.immutable)
 
 
+def creates_pool(cluster: dict[str, Any], spec: PoolSpec, opts: PoolOptions, *, pool_id: str | None = None) -> bool:
+    """Whether converging ``spec`` POSTs a pool; no request. The one answer to "does this need a new pool?".
+
+    Raises what :func:`plan_reconcile` raises (a foreign pool without ``force``, an immutable change
+    without ``replace``), so a refusal comes before any catalogue read.
+    """
+    return needs_new_pool(plan_reconcile(cluster, spec, opts, pool_id=pool_id)[2])
+
+
 def reconcile_pool(
     client: VultrClient, cluster: dict[str, Any], spec: PoolSpec, opts: PoolOptions, *, pool_id: str | None = None
 ) -> dict[str, Any]:
@@ -277,17 +286,21 @@ def remove_pools(client: VultrClient, cluster: dict[str, Any], spec: PoolSpec, o
             targets.append(foreign)
         else:
             skipped_pools.append(f"pool {foreign.get('label')} (tag {foreign.get('tag')!r}) is not ours; left alone")
-    result: dict[str, Any] = {
+    delete_pools(client, cluster, targets, opts)
+    return {
         "changed": bool(targets),
         "actions": [f"delete pool {p.get('label')}" for p in targets],
         "skipped_pools": skipped_pools,
         "diff": {"before": pool_view(targets[0]) if targets else {}, "after": {}},
     }
+
+
+def delete_pools(client: VultrClient, cluster: dict[str, Any], pools: list[dict[str, Any]], opts: PoolOptions) -> None:
+    """DELETE each pool (already gone is fine) and, with ``opts.wait``, wait until it is; nothing in check mode."""
     if opts.check_mode:
-        return result
-    for pool in targets:
+        return
+    for pool in pools:
         path = f"{_base(cluster['id'])}/{pool['id']}"
         _delete_quietly(client, path)
         if opts.wait:
             wait_gone(client, path, opts.wait_timeout, f"node pool {pool.get('label')}")
-    return result

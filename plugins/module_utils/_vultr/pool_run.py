@@ -20,8 +20,8 @@ from .catalog import check_plans_available
 from .client import VultrClient
 from .cluster import is_owned, is_vpc_only
 from .cluster_ops import CLUSTERS, list_clusters
-from .node_pool import pool_spec_from_params, select_pools
-from .pool_ops import PoolOptions, reconcile_pool, remove_pools
+from .node_pool import pool_spec_from_params
+from .pool_ops import PoolOptions, creates_pool, reconcile_pool, remove_pools
 
 
 def find_cluster(client: VultrClient, ref: str) -> dict[str, Any] | None:
@@ -54,31 +54,27 @@ def run_vke_node_pool(module: MetalplaneModule) -> dict[str, Any]:
     )
     if params["state"] == "absent":
         if cluster is None:
-            result: dict[str, Any] = {"changed": False, "actions": [], "skipped_pools": ["cluster not found"]}
+            outcome: dict[str, Any] = {"changed": False, "actions": [], "skipped_pools": ["cluster not found"]}
         else:
-            result = remove_pools(client, cluster, spec, opts)
+            outcome = remove_pools(client, cluster, spec, opts)
     else:
         if cluster is None:
             raise NotFoundError(f"cluster: no VKE cluster has the id or label {params['cluster']!r}")
         if spec.vpc_only is None:  # a pool of a VPC-only cluster is VPC-only unless told otherwise
             spec = dataclasses.replace(spec, vpc_only=is_vpc_only(cluster))
-        current, _stale, foreign = select_pools(spec, cluster.get("node_pools") or [])
-        needs_new = params.get("id") is None and (
-            (current is None and foreign is None) or (current is not None and current.get("plan") != spec.plan)
-        )
-        if needs_new and (current is None or params["replace"]):
+        if creates_pool(cluster, spec, opts, pool_id=params.get("id")):
             check_plans_available(client, cluster["region"], {"plan": spec.plan})
-        result = reconcile_pool(client, cluster, spec, opts, pool_id=params.get("id"))
-        result["cluster_id"] = cluster["id"]
-        if result["changed"] and not module.check_mode:
-            # The pool's final state (nodes included) for the caller.
-            pool = result.get("node_pool")
-            if pool and pool.get("id"):
-                with contextlib.suppress(NotFoundError):
-                    result["node_pool"] = client.call("GET", f"{CLUSTERS}/{cluster['id']}/node-pools/{pool['id']}")[
-                        "node_pool"
-                    ]
-    result["api_requests"] = client.counter.as_dict()
-    if not module.diff_mode:
-        result.pop("diff", None)
-    return result
+        outcome = reconcile_pool(client, cluster, spec, opts, pool_id=params.get("id"))
+        outcome = {**outcome, "cluster_id": cluster["id"]}
+        if outcome["changed"] and not module.check_mode:
+            outcome = {**outcome, "node_pool": _reread(client, cluster["id"], outcome.get("node_pool"))}
+    shown = {k: v for k, v in outcome.items() if k != "diff" or module.diff_mode}
+    return {**shown, "api_requests": client.counter.as_dict()}
+
+
+def _reread(client: VultrClient, cluster_id: str, pool: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The pool's final state (nodes included) for the caller; the one given when it is gone or has no id."""
+    if pool and pool.get("id"):
+        with contextlib.suppress(NotFoundError):
+            return client.call("GET", f"{CLUSTERS}/{cluster_id}/node-pools/{pool['id']}")["node_pool"]
+    return pool

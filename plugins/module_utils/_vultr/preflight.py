@@ -33,9 +33,9 @@ from typing import Any, Union
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     ApiError,
     InputError,
-    MetalplaneError,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError, Problem
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import (
     MAX_NODE_POOLS,
     MAX_POOL_NAME,
@@ -65,31 +65,6 @@ GPU_KEYS = ("type", "count")
 # A VKE label and an InferenceCluster name at once: a DNS label (RFC 1123).
 DNS_LABEL_MAX = 63
 _DNS_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the inventory: where (``field``) and what to do about it."""
-
-    field: str
-    msg: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"field": self.field, "msg": self.msg}
-
-
-class PreflightError(MetalplaneError):
-    """The inventory has problems; all of them are listed, nothing was created."""
-
-    kind = "input"
-
-    def __init__(self, problems: list[Problem]) -> None:
-        lines = "; ".join(f"{p.field}: {p.msg}" for p in problems)
-        super().__init__(
-            f"preflight found {len(problems)} problem(s), nothing was created: {lines}",
-            details={"problems": [p.as_dict() for p in problems]},
-        )
-        self.problems = problems
 
 
 @dataclass

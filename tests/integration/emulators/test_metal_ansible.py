@@ -73,7 +73,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
         url = f"http://127.0.0.1:{artifacts.server.server_address[1]}/node1.iso"
         root = sushy.Sushy(**lab.sushy_args(BMC), username="root", password="calvin", verify=lab.ca_path)
         system = root.get_system(root.get_system_collection().members_identities[0])
-        cd = next(v for v in system.virtual_media.get_members() if sushy.VirtualMediaType.CD in v.media_types)
+        (cd,) = (v for v in system.virtual_media.get_members() if sushy.VirtualMediaType.CD in v.media_types)
         cd.insert_media(url)
         system.set_system_boot_options(target=sushy.BootSource.CD, enabled=sushy.BootSourceOverrideEnabled.ONCE)
         system.reset_system(sushy.ResetType.ON)

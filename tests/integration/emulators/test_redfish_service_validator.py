@@ -68,6 +68,7 @@ MUST_REACH = {
     "generic": [
         "/redfish/v1/Systems/1",
         "/redfish/v1/Systems/1/BootOptions/Boot0003",
+        "/redfish/v1/Systems/1/SecureBoot",
         "/redfish/v1/Systems/1/VirtualMedia/Cd",
         "/redfish/v1/Chassis/1/PCIeDevices/59-0",
         "/redfish/v1/Managers/1",

@@ -71,7 +71,7 @@ def contend(params: dict[str, Any], rounds: int, start: Any, done: Any, results:
     )
 
     store = connect_store(params)
-    _ = store.resource  # discovery now, not inside the race
+    _unused = store.resource  # discovery now, not inside the race
     try:
         for round_number in range(rounds):
             start.wait()

@@ -91,7 +91,7 @@ def test_exactly_one_of_two_processes_wins_every_round(kube: KubeEmulator) -> No
             if round_number % 2:
                 _released_lease(kube)
             start.wait()
-            outcomes = sorted(results.get(timeout=WAIT) for _ in workers)
+            outcomes = sorted(results.get(timeout=WAIT) for _unused in workers)
             done.wait()
             won = [o for o in outcomes if o[2] == "won"]
             assert len(won) == 1, f"round {round_number}: {outcomes}"

@@ -188,7 +188,7 @@ class MetalHost:
                 if timer is not None and time.monotonic() >= timer.at:
                     self._timer = None
                     timer.action()
-                _ = self.bmc.power_state  # let the BMC apply transitions that are due
+                _unused = self.bmc.power_state  # let the BMC apply transitions that are due
             except Exception as exc:
                 self._set_phase(self.phase, f"lab error: {type(exc).__name__}: {exc}")
 

@@ -50,7 +50,6 @@ class HostRuntime(Protocol):
 
     def account(self, username: str) -> tuple[str, str] | None:
         """``(home, shell)`` of a user of the installed OS, or None if there is no such user."""
-        ...
 
     def session_command(self, argv: list[str]) -> list[str]: ...
 

@@ -62,6 +62,9 @@ BOOT_OPTIONS = {
 DEFAULT_BOOT_ORDER = ("Boot0002", "Boot0001", "Boot0003")
 
 GPU_MODEL = "Tesla V100-PCIE-16GB"
+# Values of Dell's Enabled/Disabled BIOS attributes (SecureBoot, MmioAbove4Gb, ProcVirtualization).
+ENABLED, DISABLED = "Enabled", "Disabled"
+ENABLED_DISABLED_ATTRIBUTES = ("SecureBoot", "MmioAbove4Gb", "ProcVirtualization", "SriovGlobalEnable", "BootSeqRetry")
 
 _job_numbers = itertools.count(int(time.time()) % 10**6 * 1000)
 
@@ -96,6 +99,11 @@ class BmcSpec:
     # (Dell's 503 SYS518 or 400 SWC0700, or a plain DMTF 503; the Dell ids only on a Dell).
     # Default: SYS518 on a Dell, ServiceTemporarilyUnavailable otherwise.
     busy_message: str | None = None
+    # BIOS settings the GPU driver preflight reads. A Dell keeps them as BIOS attributes (``SecureBoot``,
+    # ``MmioAbove4Gb``: Enabled/Disabled); the generic BMC serves the DMTF ``SecureBoot`` resource
+    # (``SecureBootEnable``) and, like most non-Dell BMCs, no standard name for MMIO above 4 GB.
+    secure_boot: bool = False
+    mmio_above_4gb: bool = True
     # The host OS ignores an ACPI power-button event: GracefulShutdown (and PushPowerButton while
     # on) is accepted with 204 and the server stays on, as with a hung or misconfigured OS.
     ignore_graceful_shutdown: bool = False
@@ -229,6 +237,10 @@ class BmcState:
             "BootSeqRetry": "Enabled",
             "AssetTag": spec.asset_tag,
         }
+        if self.p.dell:
+            self.bios["SecureBoot"] = ENABLED if spec.secure_boot else DISABLED
+            self.bios["MmioAbove4Gb"] = ENABLED if spec.mmio_above_4gb else DISABLED
+        self.secure_boot_enable = spec.secure_boot  # the DMTF SecureBoot resource (not on a Dell here)
         self.pending_bios: dict[str, Any] = {}
         # virtual media, jobs, sessions
         self.slots = {sid: Slot(sid, types) for sid, types in self.p.vm_slots}
@@ -685,6 +697,7 @@ class BmcState:
                 "boot": self.boot,
                 "bios": dict(self.bios),
                 "pending_bios": dict(self.pending_bios),
+                "secure_boot_enable": self.secure_boot_enable,
                 "virtual_media": self.virtual_media,
                 "jobs": {jid: {k: v for k, v in j.items() if k != "created"} for jid, j in self.jobs.items()},
                 "resets": self.resets,

@@ -360,6 +360,7 @@ METADATA_SCHEMAS = (
     "PCIeDevice",
     "PCIeDeviceCollection",
     "Bios",
+    "SecureBoot",
     "BootOption",
     "BootOptionCollection",
     "TaskService",

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from lab.redfish.bmc import (
     BOOT_OPTIONS,
+    ENABLED_DISABLED_ATTRIBUTES,
     GPU_MODEL,
     LEGACY_DEVICES,
     UEFI_DEVICES,
@@ -122,6 +123,8 @@ class Tree:
                 "PCIe Device Collection",
                 [f"{self.pcie_base}/{d}" for d in self.gpu_ids()],
             )
+        if not p.dell:
+            static[f"{self.S}/SecureBoot"] = self.secure_boot
         if p.boot_sources:
             static[f"{self.S}/BootSources"] = self.boot_sources
             static[f"{self.S}/BootSources/Settings"] = self.boot_sources_settings
@@ -266,6 +269,8 @@ class Tree:
         }
         if p.vm_location in ("system", "both"):
             doc["VirtualMedia"] = ref(f"{self.S}/VirtualMedia")
+        if not p.dell:  # a Dell here keeps Secure Boot as the BIOS attribute SecureBoot
+            doc["SecureBoot"] = ref(f"{self.S}/SecureBoot")
         if p.dell:
             doc["Oem"] = {
                 "Dell": {
@@ -306,6 +311,19 @@ class Tree:
         if p.bios_apply_times:
             doc["@Redfish.Settings"]["SupportedApplyTimes"] = list(p.bios_apply_times)
         return doc
+
+    def secure_boot(self) -> Doc:
+        """DMTF SecureBoot (v1_0_4, in DSP8010 2018.2): Enable applies at the next boot, CurrentBoot is now."""
+        enabled = self.s.secure_boot_enable
+        return {
+            "@odata.id": f"{self.S}/SecureBoot",
+            "@odata.type": "#SecureBoot.v1_0_4.SecureBoot",
+            "Id": "SecureBoot",
+            "Name": "UEFI Secure Boot",
+            "SecureBootEnable": enabled,
+            "SecureBootCurrentBoot": "Enabled" if enabled else "Disabled",
+            "SecureBootMode": "DeployedMode" if enabled else "SetupMode",
+        }
 
     def bios_settings(self) -> Doc:
         return {
@@ -695,6 +713,9 @@ class Tree:
             raise s.error("PropertyValueNotInList", text=f"Unknown BIOS attributes: {sorted(unknown)}.")
         if "BootMode" in attributes and attributes["BootMode"] not in ("Uefi", "Bios"):
             raise s.error("PropertyValueNotInList", text="BootMode must be Uefi or Bios.")
+        for name in ENABLED_DISABLED_ATTRIBUTES:
+            if name in attributes and attributes[name] not in ("Enabled", "Disabled"):
+                raise s.error("PropertyValueNotInList", text=f"{name} must be Enabled or Disabled.")
         s.pending_bios.update(attributes)
         apply_time = (body.get("@Redfish.SettingsApplyTime") or {}).get("ApplyTime")
         headers: dict[str, str] = {}

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .bios_settings import BiosSettings
+
 
 @dataclass
 class BootOrderState:
@@ -34,6 +36,7 @@ class BootOps(Protocol):
     """What differs between BMC families; every method takes an open ``RedfishClient``."""
 
     name: str
+    bios_settings: BiosSettings  # where the GPU driver preflight reads Secure Boot, boot mode, MMIO above 4 GB
 
     def virtual_media_slots(self, client: Any) -> list[Any]:
         """The sushy ``VirtualMedia`` resources of this BMC (Systems- or Managers-side)."""

@@ -26,6 +26,7 @@ from typing import Any
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import RedfishError, UnsupportedError
 
 from . import BootOrderState
+from .bios_settings import DELL, BiosSettings
 from .generic import Generic
 
 try:
@@ -75,6 +76,7 @@ def seq_key(bios_boot_mode: str | None) -> str:
 
 class DellIdrac8(Generic):
     name = "dell_idrac8"
+    bios_settings: BiosSettings = DELL
 
     def virtual_media_slots(self, client: Any) -> list[Any]:
         try:

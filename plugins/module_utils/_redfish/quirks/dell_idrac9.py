@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .bios_settings import DELL, BiosSettings
 from .generic import Generic
 
 
@@ -26,6 +27,7 @@ def job_id_from(response: Any) -> str | None:
 
 class DellIdrac9(Generic):
     name = "dell_idrac9"
+    bios_settings: BiosSettings = DELL
 
     def set_boot_mode(self, client: Any, mode: str) -> dict[str, Any]:
         path = client.system_path()

@@ -15,6 +15,7 @@ from typing import Any
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import RedfishError, UnsupportedError
 
 from . import BootOrderState
+from .bios_settings import GENERIC, BiosSettings
 
 try:
     import sushy
@@ -37,6 +38,7 @@ BMC_RESETS = ("GracefulRestart", "ForceRestart")
 
 class Generic:
     name = "generic"
+    bios_settings: BiosSettings = GENERIC
 
     def virtual_media_slots(self, client: Any) -> list[Any]:
         system = client.system

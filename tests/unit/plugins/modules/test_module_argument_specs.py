@@ -28,6 +28,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.args 
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.args import kube_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.args import nvidia_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import redfish_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._vultr.args import vultr_argument_spec
 
@@ -42,6 +43,7 @@ PLATFORM_SPECS: list[tuple[Callable[[], dict[str, Any]], str]] = [
     (redfish_argument_spec, "redfish"),
     (kube_argument_spec, "kube"),
     (modelplane_argument_spec, "modelplane"),
+    (nvidia_argument_spec, "nvidia"),
 ]
 
 # Option names that carry a credential: always no_log=True (Ansible only guesses for "pass*").
@@ -168,7 +170,7 @@ SPEC_FUNCTIONS: list[tuple[str, Callable[[], dict[str, Any]]]] = [
 ]
 
 
-@pytest.mark.parametrize(("label", "function"), SPEC_FUNCTIONS, ids=[label for label, _ in SPEC_FUNCTIONS])
+@pytest.mark.parametrize(("label", "function"), SPEC_FUNCTIONS, ids=[label for label, _unused in SPEC_FUNCTIONS])
 def test_every_call_returns_a_fresh_spec(label: str, function: Callable[[], dict[str, Any]]) -> None:
     """A caller may change what it got (add a default, drop an option) without changing the next caller's."""
     first = function()

@@ -103,7 +103,7 @@ def test_isolinux_editor_edits_every_included_installer_label() -> None:
 
 def test_isolinux_separate_initrd_directive_gets_the_extra_initrd() -> None:
     files = {"/isolinux.cfg": "label linux\n  kernel /vmlinuz\n  initrd /initrd.gz\n  append quiet ---\n"}
-    edited, _ = bp.edit_isolinux(files, "/isolinux.cfg", DEBIAN_EDIT)
+    edited, _unused = bp.edit_isolinux(files, "/isolinux.cfg", DEBIAN_EDIT)
     assert "  initrd /initrd.gz,/preseed.img" in edited["/isolinux.cfg"].splitlines()
 
 

@@ -70,14 +70,14 @@ def _holders(store: MemoryLeaseStore) -> dict[str, str]:
 
 def test_a_claim_is_returned_again_on_every_rerun() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
-    first, _ = _claim(store, bmcs)
+    first, _unused = _claim(store, bmcs)
     assert (first["changed"], first["host"]["name"], first["host"]["generation"]) == (True, "a", 1)
     assert first["host"]["lease"] == f"{NS}/{c.LEASE_PREFIX}{POOL}.a"
     assert first["bmc_hint"] == {"status": "written", "value": "mp:dc1"}
     assert first["diff"]["before"] == {}
     assert first["diff"]["after"]["spec"]["holderIdentity"] == "dc1"
     store.calls.clear()
-    again, _ = _claim(store, bmcs)
+    again, _unused = _claim(store, bmcs)
     assert (again["changed"], again["host"]["name"], again["host"]["since"]) == (False, "a", first["host"]["since"])
     assert store.writes() == []
     assert "diff" not in again
@@ -88,7 +88,7 @@ def test_a_second_cluster_gets_the_next_free_host_and_skips_report_why() -> None
     store = MemoryLeaseStore()
     bmcs = _bmcs(b=v100_inventory(MACS["b"], gpus=1))
     _claim(store, bmcs, cluster="dc1")
-    second, _ = _claim(store, bmcs, cluster="dc2")
+    second, _unused = _claim(store, bmcs, cluster="dc2")
     assert second["host"]["name"] == "c"
     assert [(s["name"], s["status"]) for s in second["skipped_hosts"]] == [("a", "claimed"), ("b", "mismatched")]
     assert "matching 'V100'" in second["skipped_hosts"][1]["reason"]
@@ -98,7 +98,7 @@ def test_a_second_cluster_gets_the_next_free_host_and_skips_report_why() -> None
 def test_an_unreachable_bmc_is_reported_and_never_claimed() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
     bmcs.down = {"a"}
-    result, _ = _claim(store, bmcs)
+    result, _unused = _claim(store, bmcs)
     assert result["host"]["name"] == "b"
     assert result["skipped_hosts"][0]["status"] == "unreachable"
     assert "Connection refused" in result["skipped_hosts"][0]["reason"]
@@ -157,7 +157,7 @@ def test_release_by_another_cluster_needs_force_and_writes_nothing() -> None:
         _claim(store, bmcs, cluster="dc2", state="absent", host="a")
     assert caught.value.field == "force"
     assert store.writes() == []
-    forced, _ = _claim(store, bmcs, cluster="dc2", state="absent", host="a", force=True)
+    forced, _unused = _claim(store, bmcs, cluster="dc2", state="absent", host="a", force=True)
     assert forced["changed"] is True
     assert [r["cluster"] for r in forced["released"]] == ["dc1"]
     assert forced["bmc_hint"]["status"] == "cleared"
@@ -167,30 +167,30 @@ def test_release_by_another_cluster_needs_force_and_writes_nothing() -> None:
 def test_release_is_idempotent_and_frees_the_host() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
     _claim(store, bmcs, cluster="dc1")
-    released, _ = _claim(store, bmcs, cluster="dc1", state="absent")
+    released, _unused = _claim(store, bmcs, cluster="dc1", state="absent")
     assert (released["changed"], [r["name"] for r in released["released"]]) == (True, ["a"])
     assert released["diff"]["before"]["spec"]["holderIdentity"] == "dc1"
-    again, _ = _claim(store, bmcs, cluster="dc1", state="absent")
+    again, _unused = _claim(store, bmcs, cluster="dc1", state="absent")
     assert (again["changed"], again["released"]) == (False, [])
     assert _claim(store, bmcs, cluster="dc2")[0]["host"]["name"] == "a"
 
 
 def test_reinstall_bumps_the_generation_and_a_reclaim_keeps_it() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
-    first, _ = _claim(store, bmcs)
-    bumped, _ = _claim(store, bmcs, reinstall=True)
+    first, _unused = _claim(store, bmcs)
+    bumped, _unused = _claim(store, bmcs, reinstall=True)
     assert (bumped["changed"], bumped["host"]["generation"], bumped["host"]["since"]) == (
         True,
         2,
         first["host"]["since"],
     )
-    kept, _ = _claim(store, bmcs)
+    kept, _unused = _claim(store, bmcs)
     assert (kept["changed"], kept["host"]["generation"]) == (False, 2)
 
 
 def test_check_mode_plans_without_writing() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
-    planned, _ = _claim(store, bmcs, check_mode=True)
+    planned, _unused = _claim(store, bmcs, check_mode=True)
     assert (planned["changed"], planned["host"]["name"], planned["host"]["since"]) == (True, "a", None)
     assert planned["bmc_hint"] == {"status": "write", "planned": True}
     assert store.writes() == []
@@ -198,7 +198,7 @@ def test_check_mode_plans_without_writing() -> None:
     _claim(store, bmcs)
     store.calls.clear()
     for extra in ({"reinstall": True}, {"state": "absent"}):
-        result, _ = _claim(store, bmcs, check_mode=True, **extra)
+        result, _unused = _claim(store, bmcs, check_mode=True, **extra)
         assert result["changed"] is True
     assert store.writes() == []
 
@@ -206,7 +206,7 @@ def test_check_mode_plans_without_writing() -> None:
 def test_a_persons_asset_tag_is_kept_and_a_failed_hint_only_warns() -> None:
     store, bmcs = MemoryLeaseStore(), _bmcs()
     bmcs.bmcs["a"].tag = "FIN-00042"
-    kept, _ = _claim(store, bmcs, cluster="dc1")
+    kept, _unused = _claim(store, bmcs, cluster="dc1")
     assert kept["bmc_hint"]["status"] == "kept"
     assert bmcs.bmcs["a"].tag == "FIN-00042"
     bmcs.bmcs["b"].tag_fails = True
@@ -227,7 +227,7 @@ def test_losing_the_lease_race_moves_on_to_the_next_host() -> None:
             store.put(c.lease_body(NS, POOL, hosts[0], cluster="rival", claimer="x", since="t", generation=1))
 
     store.before_write = rival
-    result, _ = _claim(store, bmcs)
+    result, _unused = _claim(store, bmcs)
     assert result["host"]["name"] == "b"
     assert result["skipped_hosts"] == [{"name": "a", "status": "claimed", "reason": "cluster 'rival' claimed it first"}]
     assert _holders(store) == {"a": "rival", "b": "dc1"}
@@ -255,7 +255,7 @@ def test_a_claim_on_a_host_no_longer_listed_is_a_conflict() -> None:
     _claim(store, bmcs)
     with pytest.raises(ConflictError, match="no longer names"):
         _claim(store, bmcs, hosts=_hosts()[1:])
-    released, _ = _claim(store, bmcs, hosts=_hosts()[1:], state="absent", host="a")
+    released, _unused = _claim(store, bmcs, hosts=_hosts()[1:], state="absent", host="a")
     assert released["changed"] is True
     assert store.objects == {}
 

@@ -118,7 +118,7 @@ def _assert_unattended(text: str, proof: str, loader: str) -> None:
 def _assert_eltorito_intact(source: IsoReader, out: IsoReader, dest: Path) -> None:
     before, after = source.entries(), out.entries()
     assert [(p, e.sector_count) for p, e in before] == [(p, e.sector_count) for p, e in after]
-    for (_, old), (_, new) in zip(before, after, strict=True):
+    for (_unused, old), (_unused2, new) in zip(before, after, strict=True):
         old_bytes, new_bytes = _entry_bytes(source, old), _entry_bytes(out, new)
         assert len(old_bytes) == len(new_bytes)
         if old.sector_count == 4:  # the BIOS image: same code; pycdlib and we patch only its boot addresses
@@ -137,7 +137,7 @@ def test_el10_hybrid_mbr_follows_the_moved_images(vendor_iso: Callable[[str], Pa
     data = dest.read_bytes()
     out = IsoReader(dest)
     try:
-        (_, bios), (_, efi) = out.entries()
+        (_unused, bios), (_unused2, efi) = out.entries()
         assert data[:432] == source_head[:432]  # GRUB's MBR code
         assert struct.unpack_from("<Q", data, 0x1B0)[0] == bios.get_rba() * 4 + 4
         assert struct.unpack_from("<Q", data, bios.get_rba() * 2048 + 2548)[0] == bios.get_rba() * 4 + 5
@@ -174,7 +174,7 @@ def test_ubuntu_gpt_follows_the_moved_efi_partition(vendor_iso: Callable[[str], 
     total = len(data) // 512
     out = IsoReader(dest)
     try:
-        (_, _bios), (_, efi) = out.entries()
+        (_unused, _bios), (_unused2, efi) = out.entries()
         primary, parts = _gpt(data, 1)
         backup, backup_parts = _gpt(data, total - 1)
         assert (primary["my"], primary["alt"]) == (1, total - 1)
@@ -194,7 +194,7 @@ def test_debian_isohybrid_mbr_is_kept_by_pycdlib(vendor_iso: Callable[[str], Pat
     assert result.hybrid == {"mbr": True, "isohybrid": True}
     out = IsoReader(dest)
     try:
-        (_, bios), (_, efi) = out.entries()
+        (_unused, bios), (_unused2, efi) = out.entries()
         hybrid = out.iso.isohybrid_mbr
         assert hybrid is not None
         assert hybrid.efi

@@ -93,7 +93,7 @@ def test_unsatisfiable_range_is_416(served: tuple[http.client.HTTPConnection, st
     ],
 )
 def test_anything_else_is_404(served: tuple[http.client.HTTPConnection, str], path: str) -> None:
-    connection, _ = served
+    connection, _unused = served
     for method in ("GET", "HEAD"):
         assert _request(connection, method, path).status == 404
 

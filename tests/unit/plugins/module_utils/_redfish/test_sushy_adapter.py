@@ -128,7 +128,7 @@ def _connector(base_url: str, **kwargs: Any) -> _Recording:
 
 
 def _resolve(dotted: str) -> type:
-    module, _, name = dotted.rpartition(".")
+    module, _unused, name = dotted.rpartition(".")
     return getattr(importlib.import_module(module), name)
 
 

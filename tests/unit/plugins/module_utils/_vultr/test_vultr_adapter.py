@@ -28,7 +28,7 @@ URL = vultr.Vultr.url  # vultr-python's default base URL
 
 
 def _resolve(dotted: str) -> type:
-    module, _, name = dotted.rpartition(".")
+    module, _unused, name = dotted.rpartition(".")
     return getattr(importlib.import_module(module), name)
 
 

@@ -97,20 +97,18 @@ def test_upgrade_target_not_offered_is_an_input_error(requested: str, upgrades: 
 )
 def test_without_allow_upgrade_version_drift_costs_no_request(requested: str, drift: str | None) -> None:
     client = Recorder([])
-    result: dict[str, Any] = {"changed": False, "actions": [], "drift": []}
     params = {"allow_upgrade": False, "wait": True, "wait_timeout": 60}
-    _existing(client, spec(requested), cluster("v1.35.6+1"), params=params, check=False, result=result)
+    step = _existing(client, spec(requested), cluster("v1.35.6+1"), params=params, check=False)
     assert client.paths == []
-    assert result["changed"] is False
-    versions = [d["desired"] for d in result["drift"] if d["field"] == "version"]
+    assert step.changed is False
+    versions = [d["desired"] for d in step.drift if d["field"] == "version"]
     assert versions == ([] if drift is None else [drift])
 
 
 def test_check_mode_upgrade_is_planned_not_posted() -> None:
     client = Recorder(["v1.36.2+1"])
-    result: dict[str, Any] = {"changed": False, "actions": [], "drift": []}
     params = {"allow_upgrade": True, "wait": True, "wait_timeout": 60}
-    _existing(client, spec("1.36"), cluster("v1.35.6+1"), params=params, check=True, result=result)
-    assert result["changed"] is True
-    assert result["actions"] == ["upgrade v1.35.6+1 -> v1.36.2+1"]
+    step = _existing(client, spec("1.36"), cluster("v1.35.6+1"), params=params, check=True)
+    assert step.changed is True
+    assert step.actions == ["upgrade v1.35.6+1 -> v1.36.2+1"]
     assert client.paths == [f"GET {UPGRADES}"]

@@ -43,9 +43,8 @@ CLUSTER = {"id": "c1", "label": "inf", "region": "ewr", "node_pools": [observed(
 
 
 def converge(items: list[dict[str, Any]], client: Recorder) -> dict[str, Any]:
-    result: dict[str, Any] = {"changed": False, "actions": [], "drift": []}
     params = {"node_pools": items, "wait": True, "wait_timeout": 60}
-    return _converge_pools(client, CLUSTER, _pool_specs(params), params=params, check=False, result=result)
+    return _converge_pools(client, CLUSTER, _pool_specs(params), params=params, check=False).cluster
 
 
 # (node_pools, error type, field or text in the message, requests made before the error)

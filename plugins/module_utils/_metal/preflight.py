@@ -1,0 +1,807 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight of a whole inventory of bare-metal clusters: every problem found before a host is claimed.
+
+Why a module of its own, run once for all clusters: the bare-metal path writes early and undoes slowly. The
+claim (a Lease on the control plane) comes first, then the BMC (virtual media, boot order, power), then an
+installer that wipes a disk. A MAC typo, a gateway outside the node's subnet or an ISO whose checksum does not
+match would otherwise surface after a host was claimed and powered on, or half-way through an install. So the
+whole inventory is checked first and every problem is reported at once with the field that holds it
+(``clusters[0].gateway``, ``pools.lab.hosts[1].boot_mac``), its value (never a secret) and the fix.
+
+Three stages, each only when the one before found nothing (a typo must not cost a multi-GB download):
+
+1. The inventory's shape, without any request (``check_inventory``, pure): names, pools and their hosts, MACs,
+   BMC URLs, root disks, node IP, gateway, DNS, CIDR overlaps, OS family, provisioner, ISO URL and checksum
+   syntax, SSH key, root password hash. The validators are the ones ``host_claim`` and ``boot_iso`` use, so the
+   preflight cannot pass what the later module refuses.
+2. The control plane and the BMCs, read-only (``plan_claims``, pure given the Leases and a probe): one Lease
+   list per pool, then for each present cluster without a claim the host ``host_claim`` would give it, in the
+   order it does (first free host of the pool, in inventory order, whose facts and Redfish inventory fit).
+   Clusters sharing a pool are planned in inventory order and never get the same host, so three clusters on a
+   pool need three free matching hosts. A pinned ``host`` another cluster holds, or a release of a host another
+   cluster holds, is a problem.
+3. The installer ISOs: downloaded once into the cache ``boot_iso`` uses (``<sha256>.iso``) and verified, so a
+   checksum mismatch or an unreachable URL fails here and the later ``boot_iso`` finds the ISO cached. An ISO
+   already in the cache is not fetched again, exactly as ``boot_iso`` would not (the cache holds verified ISOs
+   only, under their sha256). In check mode nothing is downloaded: a cached or local ISO is verified, a remote
+   one is asked for its headers only.
+
+Nothing is written anywhere but the ISO cache: no Lease, no BMC request other than GETs, no ISO built.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError, MetalplaneError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError, Problem
+
+from . import boot_iso, host_settings
+from . import claims as c
+from .pool import _HOST_NAME, Host, Requirements, normalise_mac, parse_requirements
+
+# typing.Union, not "|": pylint (ansible-test sanity) rejects "|" between classes outside annotations.
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
+
+STATES = ("present", "absent")
+# The provisioners of the baremetal_host role (docs/architecture.md, "Adding a provisioner").
+PROVISIONERS = ("redfish", "metal3")
+# Provisioners that install from the vendor installer ISO over virtual media (``boot_iso``): they need the ISO,
+# the root password hash and the root disk of the host.
+ISO_PROVISIONERS = ("redfish",)
+# Keys of ``boot_iso``'s errors -> the cluster entry's keys here.
+NETWORK_FIELDS = {"network.address": "node_ip", "network.gateway": "gateway", "network.dns": "dns"}
+ISO_FIELDS = {"iso_url": "installer_iso_url", "iso_checksum": "installer_iso_sha256"}
+DISK_FIELDS = {"disk": "root_disk", "disk.wwn": "root_disk.wwn", "disk.serial": "root_disk.serial"}
+# What a cluster's claim is, or will be after the run: "held" (it holds the host), "new" (host_claim would claim
+# it), "release" (state=absent and it holds hosts), "none" (state=absent and it holds nothing).
+CLAIM_STATES = ("held", "new", "release", "none")
+
+# (host, requirements) -> ("ok", inventory) | ("unreachable", error) | ("mismatched", {reasons, inventory}).
+Probe = Callable[[Host, Requirements], tuple[str, Any]]
+# (url, sha256) -> what was verified, as a result entry; raises InputError on iso_url / iso_checksum.
+IsoCheck = Callable[[str, str], dict[str, Any]]
+
+
+# --------------------------------------------------------------------------------------------- stage 1: shape
+@dataclass
+class Pool:
+    """One pool's valid hosts, and where each came from (for field paths)."""
+
+    name: str
+    where: str  # "pools.lab"
+    hosts: list[Host] = field(default_factory=list)
+    entry_index: dict[str, int] = field(default_factory=dict)  # host name -> index in the pool's hosts list
+    root_disks: dict[str, dict[str, str]] = field(default_factory=dict)  # host name -> {wwn|serial: value}
+    listed: int = 0  # entries in the inventory, valid or not
+    names: set[str] = field(default_factory=set)  # the names of all entries, valid or not
+
+    def host(self, name: str) -> Host | None:
+        return next((h for h in self.hosts if h.name == name), None)
+
+    def host_where(self, name: str) -> str:
+        return f"{self.where}.hosts[{self.entry_index[name]}]"
+
+
+@dataclass
+class Cluster:
+    """One cluster entry, validated as far as it is valid (the problems say what is not)."""
+
+    index: int
+    name: str
+    state: str
+    pool: str
+    provisioner: str
+    requirements: Requirements
+    host: str | None = None
+    interface: ipaddress.IPv4Interface | None = None
+    networks: list[Network] = field(default_factory=list)
+    iso_url: str | None = None
+    iso_sha256: str | None = None
+    protected: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"clusters[{self.index}]"
+
+    @property
+    def present(self) -> bool:
+        return self.state == "present"
+
+
+@dataclass
+class Checked:
+    clusters: list[Cluster] = field(default_factory=list)
+    pools: dict[str, Pool] = field(default_factory=dict)
+
+
+def _networks(problems: list[Problem], where: str, value: Any) -> list[tuple[str, Network]]:
+    """(field, network) for each entry of a CIDR list; a non-network entry is a problem naming its index."""
+    parsed: list[tuple[str, Network]] = []
+    if value is None:
+        return parsed
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence):
+        problems.append(Problem(where, "must be a list of CIDRs such as 10.244.0.0/16"))
+        return parsed
+    for index, cidr in enumerate(value):
+        at = f"{where}[{index}]"
+        try:
+            parsed.append((at, ipaddress.ip_network(str(cidr), strict=True)))
+        except ValueError as exc:
+            hint = ""
+            try:
+                hint = f"; did you mean {ipaddress.ip_network(str(cidr), strict=False)}?"
+            except ValueError:
+                hint = ""
+            problems.append(Problem(at, f"{cidr!r} is not a network ({exc}){hint}"))
+    return parsed
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _check_host(
+    problems: list[Problem], where: str, entry: Mapping[str, Any]
+) -> tuple[Host | None, dict[str, str] | None]:
+    """One BMC host entry: every field checked (all problems, not the first), the Host when all are valid."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import parse_bmc_url
+
+    found = len(problems)
+    name = _text(entry.get("name"))
+    if not _HOST_NAME.match(name):
+        problems.append(Problem(f"{where}.name", f"{name!r} is not a host name (1 to 253 characters, no spaces)"))
+    bmc_url = _text(entry.get("bmc_url"))
+    if not bmc_url:
+        problems.append(Problem(f"{where}.bmc_url", "is required; write https://<bmc>[:port]"))
+    else:
+        try:
+            parse_bmc_url(bmc_url)
+        except InputError as exc:
+            problems.append(Problem.from_input_error(exc, where))
+    for key in ("username", "password"):
+        if not entry.get(key):
+            problems.append(Problem(f"{where}.{key}", f"is required: the BMC {key} (keep it in a vault)"))
+    mac = ""
+    try:
+        mac = normalise_mac(f"{where}.boot_mac", entry.get("boot_mac"))
+    except InputError as exc:
+        problems.append(Problem(exc.field, exc.msg.split(": ", 1)[-1]))
+    facts = entry.get("facts") or {}
+    if not isinstance(facts, Mapping):
+        problems.append(Problem(f"{where}.facts", f"must be a mapping, got {type(facts).__name__}"))
+    disk: dict[str, str] | None = None
+    raw_disk = entry.get("root_disk")
+    if raw_disk is not None:
+        try:
+            kind, value = host_settings.validate_disk(dict(raw_disk) if isinstance(raw_disk, Mapping) else None)
+            disk = {kind: value}
+        except InputError as exc:
+            problem = Problem.from_input_error(exc, where, DISK_FIELDS)
+            problems.append(Problem(problem.field, problem.msg.replace("disk.", "root_disk.")))
+    if len(problems) > found:
+        return None, None
+    host = Host(
+        name=name,
+        bmc_url=bmc_url,
+        username=str(entry["username"]),
+        password=str(entry["password"]),
+        boot_mac=mac,
+        personality=_text(entry.get("personality")) or None,
+        validate_certs=entry.get("validate_certs") is not False,
+        ca_cert=_text(entry.get("ca_cert")) or None,
+        facts=dict(facts),
+    )
+    return host, disk
+
+
+def check_pools(problems: list[Problem], value: Any) -> dict[str, Pool]:
+    """The ``pools`` option: valid, unique pool names; every host entry; no host, BMC or boot MAC twice."""
+    from .claim_run import _POOL_NAME, NAME_MAX
+
+    pools: dict[str, Pool] = {}
+    seen_hosts: dict[str, str] = {}  # host name -> where it was first listed
+    seen_macs: dict[str, str] = {}
+    seen_bmcs: dict[str, str] = {}
+    for index, entry in enumerate(value or []):
+        if not isinstance(entry, Mapping):
+            problems.append(Problem(f"pools[{index}]", "must be a mapping with name and hosts"))
+            continue
+        name = _text(entry.get("name"))
+        valid = len(name) <= NAME_MAX and bool(_POOL_NAME.match(name))
+        where = f"pools.{name}" if valid and name not in pools else f"pools[{index}]"
+        if not valid:
+            problems.append(
+                Problem(
+                    f"{where}.name",
+                    f"{name!r} is not a pool name: letters, digits, '_' and '-', at most {NAME_MAX} characters "
+                    "(the <name> of inventory group pool_<name>)",
+                )
+            )
+            continue
+        if name in pools:
+            problems.append(Problem(f"{where}.name", f"pool {name!r} is listed twice; list each pool once"))
+            continue
+        hosts = entry.get("hosts") or []
+        pool = Pool(name=name, where=where, listed=len(hosts))
+        pools[name] = pool
+        for host_index, raw in enumerate(hosts):
+            at = f"{where}.hosts[{host_index}]"
+            if isinstance(raw, Mapping):
+                pool.names.add(_text(raw.get("name")))
+            if not isinstance(raw, Mapping):
+                problems.append(Problem(at, "must be a mapping with name, bmc_url, username, password, boot_mac"))
+                continue
+            host, disk = _check_host(problems, at, raw)
+            if host is None:
+                continue
+            duplicates = [
+                ("name", host.name, seen_hosts, "host name"),
+                ("boot_mac", host.boot_mac, seen_macs, "boot MAC"),
+                ("bmc_url", host.bmc_url.rstrip("/").lower(), seen_bmcs, "BMC"),
+            ]
+            clash = next(((key, ident, seen, what) for key, ident, seen, what in duplicates if ident in seen), None)
+            if clash is not None:  # one problem per repeated host: its name, else its BMC, else its boot MAC
+                key, ident, seen, what = clash
+                problems.append(
+                    Problem(
+                        f"{at}.{key}",
+                        f"{what} {ident!r} is also listed at {seen[ident]}; a BMC host belongs to one pool, once",
+                    )
+                )
+                continue
+            for _key, ident, seen, _what in duplicates:
+                seen[ident] = at
+            pool.hosts.append(host)
+            pool.entry_index[host.name] = host_index
+            if disk is not None:
+                pool.root_disks[host.name] = disk
+    return pools
+
+
+def _check_network(problems: list[Problem], where: str, entry: Mapping[str, Any]) -> ipaddress.IPv4Interface | None:
+    """node_ip (a host address of its prefix), gateway (on that subnet, not the node), dns (IPs)."""
+    interface = None
+    if not entry.get("node_ip"):
+        problems.append(Problem(f"{where}.node_ip", "is required: the node's IPv4 address/prefix, e.g. 10.0.0.70/24"))
+    else:
+        try:
+            interface = host_settings.validate_interface(entry.get("node_ip"))
+        except InputError as exc:
+            problems.append(Problem.from_input_error(exc, where, NETWORK_FIELDS))
+    if interface is not None:
+        try:
+            host_settings.validate_gateway(entry.get("gateway"), interface)
+        except InputError as exc:
+            problems.append(Problem.from_input_error(exc, where, NETWORK_FIELDS))
+    try:
+        host_settings.validate_dns(entry.get("dns"))
+    except InputError as exc:
+        problems.append(Problem.from_input_error(exc, where, NETWORK_FIELDS))
+    return interface
+
+
+def _check_iso(problems: list[Problem], where: str, entry: Mapping[str, Any], cluster: Cluster) -> None:
+    """The installer ISO's URL and sha256, syntax only (stage 3 fetches it); required for ISO provisioners."""
+    url = _text(entry.get("installer_iso_url"))
+    sha = _text(entry.get("installer_iso_sha256"))
+    if not url and cluster.provisioner not in ISO_PROVISIONERS:
+        return
+    if not url:
+        problems.append(Problem(f"{where}.installer_iso_url", "is required: the vendor installer ISO's URL"))
+    else:
+        try:
+            boot_iso.check_iso_url(url)
+            cluster.iso_url = url
+        except InputError as exc:
+            problems.append(Problem.from_input_error(exc, where, ISO_FIELDS))
+    if not sha:
+        problems.append(Problem(f"{where}.installer_iso_sha256", "is required: the ISO's sha256 (SHA256SUMS)"))
+    else:
+        try:
+            cluster.iso_sha256 = boot_iso.parse_checksum(sha)
+        except InputError as exc:
+            text = exc.msg.split(": ", 1)[-1]
+            problems.append(Problem(f"{where}.installer_iso_sha256", f"{sha!r} is not a sha256: {text}"))
+
+
+def _check_install(problems: list[Problem], where: str, entry: Mapping[str, Any], cluster: Cluster) -> None:
+    """OS family, installer ISO, SSH key and root password hash (the ISO ones only for ISO provisioners)."""
+    try:
+        host_settings.validate_os_family(entry.get("os_family"))
+    except InputError as exc:
+        problems.append(Problem.from_input_error(exc, where))
+    _check_iso(problems, where, entry, cluster)
+    key = _text(entry.get("ssh_authorized_key"))
+    if not key:
+        problems.append(
+            Problem(f"{where}.ssh_authorized_key", "is required: the public key the provisioner logs in with")
+        )
+    else:
+        try:
+            host_settings.validate_authorized_keys([key])
+        except InputError as exc:
+            problems.append(Problem(f"{where}.ssh_authorized_key", exc.msg.split(": ", 1)[-1]))
+    if cluster.provisioner in ISO_PROVISIONERS or entry.get("root_password_hash"):
+        try:
+            host_settings.validate_root_password_hash(entry.get("root_password_hash"))
+        except InputError as exc:  # the message never echoes the value
+            problems.append(Problem.from_input_error(exc, where))
+
+
+def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any], pools: Mapping[str, Pool]) -> Cluster:
+    from .claim_run import _cluster
+
+    where = f"clusters[{index}]"
+    name = _text(entry.get("name"))
+    try:
+        _cluster({"cluster": name})
+    except InputError as exc:
+        problems.append(Problem.from_input_error(exc, where, {"cluster": "name"}))
+    state = _text(entry.get("state")) or "present"
+    if state not in STATES:
+        problems.append(Problem(f"{where}.state", f"{state!r} is not a state; use present or absent"))
+    provisioner = _text(entry.get("provisioner")) or "redfish"
+    if provisioner not in PROVISIONERS:
+        problems.append(
+            Problem(f"{where}.provisioner", f"{provisioner!r} is not supported; use one of {', '.join(PROVISIONERS)}")
+        )
+    requirements = Requirements()
+    try:
+        requirements = parse_requirements({k: v for k, v in (entry.get("requirements") or {}).items() if v is not None})
+    except InputError as exc:
+        problems.append(Problem.from_input_error(exc, where))
+    cluster = Cluster(
+        index=index,
+        name=name,
+        state=state,
+        pool=_text(entry.get("pool")),
+        provisioner=provisioner,
+        requirements=requirements,
+        host=_text(entry.get("host")) or None,
+        protected=entry.get("protected") is True,
+    )
+    pool = pools.get(cluster.pool)
+    if not cluster.pool:
+        problems.append(Problem(f"{where}.pool", "is required: the <name> of the inventory group pool_<name>"))
+    elif pool is None:
+        known = ", ".join(sorted(pools)) or "none"
+        problems.append(
+            Problem(f"{where}.pool", f"unknown pool {cluster.pool!r} (known: {known}); add group pool_{cluster.pool}")
+        )
+    elif not pool.listed:
+        problems.append(
+            Problem(f"{where}.pool", f"pool {cluster.pool!r} has no hosts; add the BMCs to group pool_{cluster.pool}")
+        )
+    if pool is not None and cluster.host and cluster.host not in pool.names and pool.listed:
+        problems.append(Problem(f"{where}.host", f"{cluster.host!r} is not one of the hosts of pool {cluster.pool!r}"))
+    if cluster.state == "absent" and cluster.protected:
+        problems.append(
+            Problem(f"{where}.protected", f"cluster {name!r} is protected; set protected: false to tear it down")
+        )
+    if cluster.present:
+        cluster.interface = _check_network(problems, where, entry)
+        _check_install(problems, where, entry, cluster)
+    return cluster
+
+
+def _check_overlaps(
+    problems: list[Problem],
+    clusters: Sequence[tuple[Cluster, list[tuple[str, Network]]]],
+    reserved: list[tuple[str, Network]],
+    others: list[tuple[str, Network]],
+) -> None:
+    """Each present cluster's networks against each other, its node subnet, the reserved networks, the networks
+    other clusters use (``other_networks``) and the networks and node subnets of the inventory's other clusters.
+
+    Node subnets are not compared with each other: several single-node clusters on one LAN is the normal case.
+    """
+    earlier_nets: list[tuple[str, Network]] = []  # (where, network) of earlier clusters' networks
+    earlier_subnets: list[tuple[str, Network]] = []  # (description, subnet) of earlier clusters' node subnets
+    for cluster, nets in clusters:
+        subnet = cluster.interface.network if cluster.interface is not None else None
+        for position, (at, net) in enumerate(nets):
+            clashes = [f"{other} ({other_at}) of the same cluster" for other_at, other in nets[:position]
+                       if net.overlaps(other)]  # fmt: skip
+            if subnet is not None and net.overlaps(subnet):
+                clashes.append(f"the cluster's node subnet {subnet} (node_ip)")
+            clashes += [f"reserved network {other} ({other_at})" for other_at, other in reserved if net.overlaps(other)]
+            clashes += [f"{other}, which another cluster uses ({other_at})" for other_at, other in others
+                        if net.overlaps(other)]  # fmt: skip
+            clashes += [f"{other} ({other_at})" for other_at, other in earlier_nets if net.overlaps(other)]
+            clashes += [f"{what}" for what, other in earlier_subnets if net.overlaps(other)]
+            problems.extend(Problem(at, f"{net} overlaps {clash}; give it a range of its own") for clash in clashes)
+        if subnet is not None:  # earlier clusters' networks against this cluster's node subnet
+            what = f"the node subnet {subnet} of cluster {cluster.name!r} ({cluster.where}.node_ip)"
+            problems.extend(
+                Problem(other_at, f"{other} overlaps {what}; give it a range of its own")
+                for other_at, other in earlier_nets
+                if other.overlaps(subnet)
+            )
+            earlier_subnets.append((what, subnet))
+        earlier_nets.extend(nets)
+
+
+def check_inventory(
+    clusters: Any, pools: Any, reserved_networks: Any = None, other_networks: Any = None
+) -> tuple[Checked, list[Problem]]:
+    """Every problem of the inventory that needs no request, and what of it is valid."""
+    problems: list[Problem] = []
+    checked = Checked(pools=check_pools(problems, pools))
+    reserved = _networks(problems, "reserved_networks", reserved_networks)
+    others = _networks(problems, "other_networks", other_networks)
+    if not isinstance(clusters, list) or not clusters:
+        problems.append(Problem("clusters", "must list at least one cluster (the hosts of group metal_clusters)"))
+        return checked, problems
+    names: dict[str, int] = {}
+    node_ips: dict[ipaddress.IPv4Address, Cluster] = {}
+    with_networks: list[tuple[Cluster, list[tuple[str, Network]]]] = []
+    for index, entry in enumerate(clusters):
+        if not isinstance(entry, Mapping):
+            problems.append(Problem(f"clusters[{index}]", "must be a mapping"))
+            continue
+        cluster = _check_cluster(problems, index, entry, checked.pools)
+        checked.clusters.append(cluster)
+        if cluster.name in names:
+            problems.append(
+                Problem(
+                    f"{cluster.where}.name",
+                    f"{cluster.name!r} is also the name of clusters[{names[cluster.name]}]; cluster names are unique",
+                )
+            )
+        names.setdefault(cluster.name, index)
+        if not cluster.present:
+            continue
+        if cluster.interface is not None:
+            first = node_ips.setdefault(cluster.interface.ip, cluster)
+            if first is not cluster:
+                problems.append(
+                    Problem(
+                        f"{cluster.where}.node_ip",
+                        f"{cluster.interface.ip} is also the node IP of cluster {first.name!r} ({first.where}); "
+                        "give each node its own address",
+                    )
+                )
+        nets = _networks(problems, f"{cluster.where}.networks", entry.get("networks"))
+        cluster.networks = [net for _at, net in nets]
+        with_networks.append((cluster, nets))
+    _check_overlaps(problems, with_networks, reserved, others)
+    return checked, problems
+
+
+# --------------------------------------------------------------------------------------------- stage 2: claims
+@dataclass
+class ClusterPlan:
+    """What a cluster holds or would get; ``skipped`` says why other hosts were passed over."""
+
+    cluster: Cluster
+    claim: str = "none"  # one of CLAIM_STATES
+    host: Host | None = None
+    generation: int | None = None
+    lease: str | None = None
+    releases: list[str] = field(default_factory=list)  # hosts a state=absent run releases
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    iso: dict[str, Any] | None = None
+
+    def summary(self, pools: Mapping[str, Pool]) -> dict[str, Any]:
+        cluster = self.cluster
+        host = None
+        if self.host is not None:
+            pool = pools[cluster.pool]
+            host = {**self.host.public(), "root_disk": pool.root_disks.get(self.host.name)}
+        return {
+            "name": cluster.name,
+            "state": cluster.state,
+            "pool": cluster.pool,
+            "provisioner": cluster.provisioner,
+            "node_ip": str(cluster.interface) if cluster.interface is not None else None,
+            "claim": self.claim,
+            "host": host,
+            "generation": self.generation,
+            "lease": self.lease,
+            "releases": list(self.releases),
+            "skipped_hosts": list(self.skipped),
+            "iso": self.iso,
+        }
+
+
+def _skip_line(skipped: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(f"{s['name']}: {s['status']} ({s['reason']})" for s in skipped) or "the pool lists no valid host"
+
+
+def _plan_absent(cluster: Cluster, pool: Pool, leases: Sequence[Mapping[str, Any]], plan: ClusterPlan) -> list[Problem]:
+    """A release only ever touches this cluster's own claims: a pinned host someone else holds is the problem."""
+    if cluster.host:
+        claim = c.claims_by_host(pool.name, pool.hosts, leases).get(cluster.host)
+        if claim is not None and claim.held and claim.cluster != cluster.name:
+            return [
+                Problem(
+                    f"{cluster.where}.host",
+                    f"host {cluster.host!r} of pool {pool.name!r} is claimed by cluster {claim.cluster!r} "
+                    f"(since {claim.since}, by {claim.claimer or 'unknown'}), not {cluster.name!r}; a release would "
+                    "need force: correct the host, or release it from that cluster",
+                )
+            ]
+        held = [claim] if claim is not None and claim.held else []
+    else:
+        held = [c.claim_from_lease(o) for o in leases if (o.get("spec") or {}).get("holderIdentity") == cluster.name]
+    plan.releases = sorted(h.host or h.lease for h in held)
+    plan.claim = "release" if held else "none"
+    return []
+
+
+def _first_fit(
+    plan: ClusterPlan, pool: Pool, candidates: Sequence[Host], probe: Probe | None, planned: dict[tuple[str, str], str]
+) -> None:
+    """The first candidate not planned for an earlier cluster whose BMC answers and fits (host_claim's order)."""
+    for host in candidates:
+        other = planned.get((pool.name, host.name))
+        if other is not None:
+            reason = f"planned for cluster {other!r}, listed earlier in the inventory"
+            plan.skipped.append({"name": host.name, "status": "planned", "reason": reason})
+            continue
+        if probe is not None:
+            status, detail = probe(host, plan.cluster.requirements)
+            if status != "ok":
+                reason = str(detail) if status == "unreachable" else "; ".join(detail["reasons"])
+                plan.skipped.append({"name": host.name, "status": status, "reason": reason})
+                continue
+        plan.claim, plan.host = "new", host
+        planned[(pool.name, host.name)] = plan.cluster.name
+        return
+
+
+def _plan_present(
+    plan: ClusterPlan,
+    pool: Pool,
+    leases: Sequence[Mapping[str, Any]],
+    probe: Probe | None,
+    *,
+    planned: dict[tuple[str, str], str],
+    namespace: str,
+) -> list[Problem]:
+    cluster = plan.cluster
+    choice = c.choose_host(pool.name, pool.hosts, leases, cluster.name, cluster.requirements, only=cluster.host)
+    if choice.held:
+        claim = choice.held[0]
+        plan.claim, plan.host, plan.generation = "held", pool.host(claim.host), claim.generation
+        plan.lease = f"{namespace}/{claim.lease}"
+        if cluster.host and claim.host != cluster.host:
+            return [
+                Problem(
+                    f"{cluster.where}.host",
+                    f"cluster {cluster.name!r} already holds host {claim.host!r} of pool {pool.name!r}, not "
+                    f"{cluster.host!r}; release it first (state: absent) or pin {claim.host!r}",
+                )
+            ]
+        return _root_disk_problems(plan, pool)
+    if choice.strays:
+        names = ", ".join(s.host or s.lease for s in choice.strays)
+        return [
+            Problem(
+                f"{cluster.where}.pool",
+                f"cluster {cluster.name!r} holds host(s) {names} of pool {pool.name!r}, which the pool no longer "
+                "lists; put them back in the pool or release them (host_claim state=absent, host=<name>)",
+            )
+        ]
+    plan.skipped = list(choice.skipped)
+    _first_fit(plan, pool, choice.candidates, probe, planned)
+    if plan.host is not None:
+        return _root_disk_problems(plan, pool)
+    wanted = cluster.requirements.as_dict()
+    if cluster.host:
+        return [
+            Problem(
+                f"{cluster.where}.host",
+                f"host {cluster.host!r} of pool {pool.name!r} cannot be claimed for cluster {cluster.name!r} "
+                f"(requirements {wanted}): {_skip_line(plan.skipped)}",
+            )
+        ]
+    return [
+        Problem(
+            f"{cluster.where}.pool",
+            f"no free host of pool {pool.name!r} fits cluster {cluster.name!r} (requirements {wanted}): "
+            f"{_skip_line(plan.skipped)}; add a host to group pool_{pool.name} or release one",
+        )
+    ]
+
+
+def plan_claims(
+    checked: Checked, leases_by_pool: Mapping[str, Sequence[Mapping[str, Any]]], probe: Probe | None, namespace: str
+) -> tuple[list[ClusterPlan], list[Problem]]:
+    """Per cluster, the host it holds or the one ``host_claim`` would give it (pure, given the Leases and the
+    probe). Clusters are planned in inventory order; a host planned for one is not planned for a later one."""
+    problems: list[Problem] = []
+    plans: list[ClusterPlan] = []
+    planned: dict[tuple[str, str], str] = {}  # (pool, host) -> the cluster it is planned for in this run
+    for cluster in checked.clusters:
+        plan = ClusterPlan(cluster)
+        plans.append(plan)
+        pool = checked.pools.get(cluster.pool)
+        if pool is None:
+            continue
+        leases = leases_by_pool.get(pool.name, [])
+        if cluster.present:
+            problems.extend(_plan_present(plan, pool, leases, probe, planned=planned, namespace=namespace))
+        else:
+            problems.extend(_plan_absent(cluster, pool, leases, plan))
+    return plans, problems
+
+
+def _root_disk_problems(plan: ClusterPlan, pool: Pool) -> list[Problem]:
+    """An ISO install writes one disk, named by WWN or serial: the host a cluster gets must say which."""
+    host = plan.host
+    if host is None or plan.cluster.provisioner not in ISO_PROVISIONERS or host.name in pool.root_disks:
+        return []
+    how = "holds" if plan.claim == "held" else "would get"
+    return [
+        Problem(
+            f"{pool.host_where(host.name)}.root_disk",
+            f"host {host.name!r}, which cluster {plan.cluster.name!r} {how}, has no root_disk: give the install "
+            "disk's wwn or serial from the BMC's storage inventory (the installer writes to that disk only)",
+        )
+    ]
+
+
+# --------------------------------------------------------------------------------------------- stage 3: ISOs
+def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
+    """Each distinct (URL, sha256) once: downloaded and verified (or, in check mode, reached) by ``check``."""
+    problems: list[Problem] = []
+    done: dict[tuple[str, str], dict[str, Any] | InputError] = {}
+    for plan in plans:
+        cluster = plan.cluster
+        if not cluster.present or not cluster.iso_url or not cluster.iso_sha256:
+            continue
+        key = (cluster.iso_url, cluster.iso_sha256)
+        if key not in done:
+            try:
+                done[key] = check(*key)
+            except InputError as exc:
+                done[key] = exc
+        outcome = done[key]
+        if isinstance(outcome, InputError):
+            problems.append(Problem.from_input_error(outcome, cluster.where, ISO_FIELDS))
+            plan.iso = {"url": cluster.iso_url, "sha256": cluster.iso_sha256, "status": "failed"}
+        else:
+            plan.iso = {"url": cluster.iso_url, "sha256": cluster.iso_sha256, **outcome}
+    return problems
+
+
+def iso_checker(
+    cache_dir: Path, *, download: bool, timeout: int, validate_certs: bool, ca_cert: str | None
+) -> IsoCheck:
+    """The real ``IsoCheck``: ``boot_iso``'s cache and verification; without ``download``, a HEAD request."""
+
+    def check(url: str, sha256: str) -> dict[str, Any]:
+        path, downloaded = boot_iso.fetch_verified(
+            url, sha256, cache_dir, download=download, timeout=timeout, validate_certs=validate_certs, ca_cert=ca_cert
+        )
+        if path is not None:
+            status = "downloaded" if downloaded else ("cached" if path.parent == cache_dir else "local")
+            return {"status": status, "path": str(path), "verified": True}
+        boot_iso.source_reachable(url, timeout=timeout, validate_certs=validate_certs, ca_cert=ca_cert)
+        return {"status": "reachable", "path": None, "verified": False}
+
+    return check
+
+
+# --------------------------------------------------------------------------------------------- the module
+def bmc_probe(open_bmc: Any) -> Probe:
+    """A ``Probe`` over ``host_claim``'s read-only BMC check, asked once per host and requirements."""
+    from .claim_run import _probe
+
+    seen: dict[tuple[str, Requirements], tuple[str, Any]] = {}
+
+    def probe(host: Host, requirements: Requirements) -> tuple[str, Any]:
+        key = (host.name, requirements)
+        if key not in seen:
+            status, detail, bmc = _probe(open_bmc, host, requirements)
+            if bmc is not None:
+                bmc.close()
+            seen[key] = (status, detail)
+        return seen[key]
+
+    return probe
+
+
+def read_leases(store: Any, namespace: str, pools: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """One Lease list per pool (the pool's label selector), as ``host_claim`` reads it."""
+    return {pool: store.list(namespace, c.pool_selector(pool)) for pool in pools}
+
+
+def _check_options(module: Any) -> tuple[Checked, list[Problem]]:
+    """Stage 1 over the module's options (the BMC passwords and root hashes are no_log suboptions)."""
+    params = module.params
+    pools = params.get("pools") or []
+    checked, problems = check_inventory(
+        params.get("clusters") or [], pools, params.get("reserved_networks"), params.get("other_networks")
+    )
+    timeout = params.get("api_timeout")
+    if not isinstance(timeout, int) or timeout <= 0:
+        problems.append(Problem("api_timeout", f"must be a positive number of seconds, got {timeout!r}"))
+    if not params.get("kubeconfig"):
+        problems.append(
+            Problem(
+                "kubeconfig", "the Modelplane control plane's kubeconfig is required (or set MODELPLANE_KUBECONFIG)"
+            )
+        )
+    return checked, problems
+
+
+def _read_claims(
+    module: Any, checked: Checked, store_factory: Callable[[Mapping[str, Any]], Any] | None, namespace: str
+) -> tuple[dict[str, list[dict[str, Any]]], list[Problem]]:
+    """Stage 2's one read of the control plane: the Leases of every pool a cluster names."""
+    from .claim_run import connect_store
+
+    if store_factory is None:
+        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import (
+            KUBERNETES_IMPORT_ERROR,
+        )
+
+        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
+        store_factory = connect_store
+    used = sorted({cluster.pool for cluster in checked.clusters if cluster.pool in checked.pools})
+    store = None
+    try:
+        store = store_factory(module.params)
+        return read_leases(store, namespace, used), []
+    except MetalplaneError as exc:
+        return {}, [
+            Problem(
+                "kubeconfig", f"cannot read the host claims (Leases in {namespace}) on the control plane: {exc.msg}"
+            )
+        ]
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
+
+def run_metal_preflight(
+    module: Any,
+    *,
+    store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    bmc_opener: Callable[[Host], Any] | None = None,
+    iso_check: IsoCheck | None = None,
+) -> dict[str, Any]:
+    """``metal_preflight``: shape, then claims and BMCs, then ISOs; fail once listing every problem."""
+    from .claim_run import open_redfish
+
+    params = module.params
+    checked, problems = _check_options(module)
+    if problems:
+        raise PreflightError(problems)
+    namespace = str(params.get("namespace") or c.DEFAULT_NAMESPACE)
+    timeout = int(params["api_timeout"])
+    probe: Probe | None = None
+    if params.get("check_bmcs", True) is not False:
+        if bmc_opener is None:
+            from ansible_collections.metalplane.inference.plugins.module_utils._redfish.session import (
+                SUSHY_IMPORT_ERROR,
+            )
+
+            module.require("sushy", SUSHY_IMPORT_ERROR)
+            bmc_opener = open_redfish(timeout)
+        probe = bmc_probe(bmc_opener)
+    leases, problems = _read_claims(module, checked, store_factory, namespace)
+    plans = [ClusterPlan(cluster) for cluster in checked.clusters]
+    if not problems:
+        plans, problems = plan_claims(checked, leases, probe, namespace)
+    if iso_check is None:
+        iso_check = iso_checker(
+            Path(params.get("iso_cache_dir") or boot_iso.DEFAULT_CACHE_DIR).expanduser(),
+            download=not module.check_mode,
+            timeout=timeout,
+            validate_certs=params.get("iso_validate_certs", True) is not False,
+            ca_cert=params.get("iso_ca_cert"),
+        )
+    problems.extend(check_isos(plans, iso_check))
+    if problems:
+        raise PreflightError(problems)
+    return {"changed": False, "clusters": [plan.summary(checked.pools) for plan in plans]}

@@ -1,0 +1,402 @@
+# Copyright: metalplane.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Check a whole inventory of bare-metal clusters before any host is claimed, any BMC changed, any ISO built."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: metal_preflight
+short_description: Check an inventory of bare-metal clusters and their host pools before anything is claimed
+version_added: 0.1.0
+description:
+  - Validates every bare-metal cluster and every host pool of an inventory at once and fails listing B(all)
+    problems, each with the field that holds it (for example C(clusters[0].gateway) or
+    C(pools.lab.hosts[1].boot_mac)), the value (never a secret) and the fix. Run it once (C(run_once)) before
+    any cluster is converged. It claims nothing, changes no BMC and builds no ISO.
+  - "Without any request: cluster names (DNS labels, unique), states, pools (known, not empty), provisioners,
+    requirements, the node's C(node_ip) (an IPv4 host address of its prefix, unique across the inventory),
+    C(gateway) (on that subnet, not the node itself), C(dns), C(networks) (CIDRs that overlap neither each
+    other, the node subnet, O(reserved_networks), O(other_networks), nor another cluster's networks or node
+    subnet), C(os_family), the installer ISO's URL scheme and sha256 syntax, C(ssh_authorized_key) (one OpenSSH
+    public key), C(root_password_hash) (a crypt(3) hash; never echoed), C(protected) clusters not torn down;
+    and for every pool host its name, C(bmc_url), credentials present, C(boot_mac), C(root_disk) (a WWN or
+    serial), with no host name, BMC or boot MAC listed twice, in one pool or in two."
+  - "Then, read-only, when the inventory itself is sound: the claim Leases of every pool a cluster names (one
+    list call per pool on the Modelplane control plane) and, with O(check_bmcs=true), the Redfish inventory of
+    the candidate hosts (GET requests only, HTTP Basic authentication: no session is created). A present cluster
+    that holds no claim yet must have a free host that fits, found in the order C(host_claim) uses; clusters
+    sharing a pool are planned in inventory order and never get the same host, so N new clusters on a pool need
+    N free fitting hosts. A pinned C(host) that another cluster holds fails, for C(state=absent) too (a release
+    would need C(force)). The host a C(redfish) cluster holds or would get must have a C(root_disk)."
+  - "Finally the installer ISOs: each distinct URL is downloaded once into O(iso_cache_dir), the cache
+    C(boot_iso) reads (C(<sha256>.iso)), and verified, so an unreachable URL or a checksum mismatch fails here
+    and the later C(boot_iso) finds the ISO cached. An ISO already cached under its sha256 is not fetched again
+    (nor would C(boot_iso) fetch it). A C(file://) URL or an absolute path is verified in place."
+  - Clusters with C(state=absent) are checked for their name, pool and claim only.
+author: metalplane.inference contributors (@metalplane)
+extends_documentation_fragment:
+  - metalplane.inference.attributes.INFO_MODULE
+  - metalplane.inference.modelplane
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Downloads nothing. An ISO already in O(iso_cache_dir) or given as a local file is verified; a remote one
+        that is not cached is only asked for its headers (HEAD, or a one-byte range when HEAD is refused), so its
+        checksum is verified by the first run that is not in check mode.
+options:
+  clusters:
+    description:
+      - The bare-metal clusters of the inventory, one per host of group C(metal_clusters), built from their host
+        variables (C(cluster_state), C(baremetal_host_*), C(cluster_networks)).
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: The cluster's name (its inventory host name), a DNS-1123 label; the claim's holder.
+        type: str
+      state:
+        description: V(present) or V(absent) (the host variable C(cluster_state)).
+        type: str
+        default: present
+      pool:
+        description: The pool the cluster's host comes from, the C(<name>) of group C(pool_<name>).
+        type: str
+      provisioner:
+        description:
+          - V(redfish) (installs from the installer ISO over virtual media; needs the ISO, the root password
+            hash and the host's C(root_disk)) or V(metal3).
+        type: str
+        default: redfish
+      host:
+        description:
+          - Pin the cluster to this host of its pool. It must not be held by another cluster (also when the
+            cluster is being released), and a cluster that holds another host fails until that one is released.
+        type: str
+      requirements:
+        description: What the cluster's host must have, as C(host_claim) checks it.
+        type: dict
+        suboptions:
+          gpu_model:
+            description: A GPU model, matched as a case-insensitive substring (V(V100)).
+            type: str
+          gpu_count:
+            description: At least this many GPUs.
+            type: int
+          min_memory_gib:
+            description: At least this much memory, in GiB.
+            type: int
+      node_ip:
+        description: The node's static IPv4 address with its prefix, V(192.168.120.70/24).
+        type: str
+      gateway:
+        description: The default gateway, on the node's subnet.
+        type: str
+      dns:
+        description: DNS servers (at least one).
+        type: list
+        elements: str
+      networks:
+        description: The cluster's pod and service CIDRs (C(cluster_networks)).
+        type: list
+        elements: str
+      os_family:
+        description: V(el), V(debian) or V(ubuntu), as C(boot_iso) supports them.
+        type: str
+      installer_iso_url:
+        description: The vendor installer ISO, C(https://), C(http://), C(file://) or an absolute path.
+        type: str
+      installer_iso_sha256:
+        description: The installer ISO's sha256, V(sha256:<hex>) or the bare 64 hex digits.
+        type: str
+      ssh_authorized_key:
+        description: The OpenSSH public key the provisioner logs in with.
+        type: str
+      root_password_hash:
+        description: The root password as a crypt(3) hash. Never returned or shown in a message.
+        type: str
+      protected:
+        description: A protected cluster is never torn down; V(state=absent) fails until this is V(false).
+        type: bool
+        default: false
+  pools:
+    description:
+      - The host pools, one entry per group C(pool_<name>) a cluster may name, with the BMC hosts of the group.
+      - A list (not a mapping of pool name to hosts) so that every BMC password is a declared C(no_log) option.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The pool's name, the C(<name>) of group C(pool_<name>).
+        type: str
+      hosts:
+        description: The BMC hosts of the pool, as C(host_claim) takes them, plus their C(root_disk).
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          name:
+            description: Inventory name of the host, unique across all pools.
+            type: str
+          bmc_url:
+            description: URL of the BMC, C(https://host[:port]) (C(http://) for lab emulators only).
+            type: str
+          username:
+            description: BMC user name.
+            type: str
+          password:
+            description: BMC password (keep it in a vault). Never returned or logged.
+            type: str
+          personality:
+            description: The BMC kind the inventory expects (for example V(idrac8)).
+            type: str
+          boot_mac:
+            description: MAC address of the NIC the server installs from (six hex pairs), unique across all pools.
+            type: str
+          validate_certs:
+            description: Verify the BMC's TLS certificate.
+            type: bool
+            default: true
+          ca_cert:
+            description: PEM file of the CA that signed the BMC certificate.
+            type: path
+          facts:
+            description: What a person knows about the host (C(gpu_model), C(gpu_count), C(memory_gib) are checked).
+            type: dict
+          root_disk:
+            description: The install disk, exactly one of C(wwn) and C(serial) (no device names).
+            type: dict
+            suboptions:
+              wwn:
+                description: World Wide Name, 16 or 32 hex digits (C(0x), C(naa.), C(eui.) prefixes accepted).
+                type: str
+              serial:
+                description: Serial number as udev reports it (C(ID_SERIAL_SHORT)).
+                type: str
+  namespace:
+    description: Namespace of the claim Leases on the control plane (C(host_claim)'s default).
+    type: str
+    default: modelplane-system
+  check_bmcs:
+    description: Read the Redfish inventory of each candidate host; V(false) plans from the Leases and facts alone.
+    type: bool
+    default: true
+  api_timeout:
+    description: Seconds per HTTP request to a BMC or to the server of an installer ISO.
+    type: int
+    default: 30
+  iso_cache_dir:
+    description:
+      - Where installer ISOs are downloaded to, named by their sha256.
+      - The same directory as O(metalplane.inference.boot_iso#module:cache_dir).
+    type: path
+    default: ~/.cache/metalplane/isos
+  iso_validate_certs:
+    description: Verify the TLS certificate of the installer ISOs' servers.
+    type: bool
+    default: true
+  iso_ca_cert:
+    description: CA bundle to verify the installer ISOs' servers with.
+    type: path
+  reserved_networks:
+    description: Networks no cluster network may overlap (the control plane's networks, an office range).
+    type: list
+    elements: str
+    default: []
+  other_networks:
+    description: Networks other clusters of the inventory already use (the VKE clusters' C(cluster_networks)).
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: metalplane.inference.host_claim
+  - module: metalplane.inference.boot_iso
+  - module: metalplane.inference.vke_preflight
+"""
+
+EXAMPLES = r"""
+- name: Preflight every bare-metal cluster of the inventory
+  metalplane.inference.metal_preflight:
+    kubeconfig: "{{ modelplane_kubeconfig }}"
+    reserved_networks: [10.8.0.0/16]
+    other_networks: [10.40.0.0/20]
+    clusters:
+      - name: lab-r730
+        pool: lab
+        requirements: {gpu_model: V100, gpu_count: 2, min_memory_gib: 256}
+        node_ip: 192.168.120.70/24
+        gateway: 192.168.120.1
+        dns: [192.168.120.1]
+        networks: [10.244.0.0/16, 10.96.0.0/12]
+        os_family: el
+        installer_iso_url: https://mirror.example/CentOS-Stream-10-x86_64-dvd1.iso
+        installer_iso_sha256: "{{ centos10_dvd_sha256 }}"
+        ssh_authorized_key: "{{ lookup('file', '~/.ssh/id_ed25519.pub') }}"
+        root_password_hash: "{{ vault_root_password_hash }}"
+    pools:
+      - name: lab
+        hosts:
+          - name: r730-1
+            bmc_url: https://idrac-r730-1.example
+            username: root
+            password: "{{ vault_idrac_password }}"
+            personality: idrac8
+            boot_mac: "00:5c:52:31:3a:9c"
+            root_disk: {wwn: "0x5000c500a1b2c3d4"}
+            facts: {gpu_model: V100, gpu_count: 2, memory_gib: 256}
+  run_once: true
+  register: metal_preflight
+
+- name: Show which host each cluster holds or would get
+  ansible.builtin.debug:
+    msg: "{{ metal_preflight.clusters | items2dict(key_name='name', value_name='host') }}"
+"""
+
+RETURN = r"""
+clusters:
+  description: Per cluster, in inventory order, what it holds or would get, once every check passed.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The cluster.
+      type: str
+    state:
+      description: Desired state.
+      type: str
+    pool:
+      description: Its pool.
+      type: str
+    provisioner:
+      description: Its provisioner.
+      type: str
+    node_ip:
+      description: The node's address with its prefix (null for an absent cluster).
+      type: str
+    claim:
+      description:
+        - V(held) (the cluster holds RV(clusters[].host)), V(new) (C(host_claim) would claim it), V(release)
+          (C(state=absent), the hosts in RV(clusters[].releases) will be released) or V(none) (absent, holds
+          nothing).
+      type: str
+    host:
+      description: The host held or planned (name, bmc_url, boot_mac, personality, facts, root_disk; no credentials).
+      type: dict
+    generation:
+      description: The claim's install generation when it is held.
+      type: int
+    lease:
+      description: C(namespace/name) of the Lease when it is held.
+      type: str
+    releases:
+      description: With C(state=absent), the hosts whose claims a release removes.
+      type: list
+      elements: str
+    skipped_hosts:
+      description: Hosts passed over before RV(clusters[].host), with C(status) (V(claimed), V(planned) for an
+        earlier cluster of the inventory, V(mismatched), V(unreachable)) and C(reason).
+      type: list
+      elements: dict
+    iso:
+      description:
+        - The installer ISO (url, sha256, path, verified, status V(downloaded), V(cached), V(local) or, in check
+          mode, V(reachable)); null when the cluster names none.
+      type: dict
+  sample:
+    - name: lab-r730
+      state: present
+      pool: lab
+      provisioner: redfish
+      node_ip: 192.168.120.70/24
+      claim: new
+      host: {name: r730-1, bmc_url: "https://idrac-r730-1.example", boot_mac: "00:5c:52:31:3a:9c",
+             personality: idrac8, facts: {gpu_model: V100}, root_disk: {wwn: 5000c500a1b2c3d4}}
+      generation: null
+      lease: null
+      releases: []
+      skipped_hosts: [{name: r730-0, status: claimed, reason: "claimed by cluster 'dc2' since ..."}]
+      iso: {url: "https://mirror.example/dvd.iso", sha256: "0f3c...", status: cached, verified: true, path: "..."}
+error:
+  description: On failure, C(problems), a list of C({field, msg}), one per problem found.
+  returned: failure
+  type: dict
+"""
+
+import copy
+from typing import Any
+
+from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.boot_iso import DEFAULT_CACHE_DIR
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.claims import DEFAULT_NAMESPACE
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool_args import (
+    HOST_OPTIONS,
+    REQUIREMENT_OPTIONS,
+)
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.preflight import run_metal_preflight
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import DEFAULT_API_TIMEOUT
+
+
+def _host_options() -> dict[str, Any]:
+    """host_claim's host entry plus the install disk; nothing required here, so every missing field is
+    reported by the preflight with its path instead of by AnsibleModule one at a time."""
+    options = {name: {k: v for k, v in option.items() if k != "required"} for name, option in HOST_OPTIONS.items()}
+    options["root_disk"] = {"type": "dict", "options": {"wwn": {"type": "str"}, "serial": {"type": "str"}}}
+    return copy.deepcopy(options)
+
+
+def argument_spec() -> dict[str, Any]:
+    return {
+        **modelplane_argument_spec(),
+        "clusters": {
+            "type": "list",
+            "elements": "dict",
+            "required": True,
+            "options": {
+                "name": {"type": "str"},
+                "state": {"type": "str", "default": "present"},
+                "pool": {"type": "str"},
+                "provisioner": {"type": "str", "default": "redfish"},
+                "host": {"type": "str"},
+                "requirements": {"type": "dict", "options": copy.deepcopy(REQUIREMENT_OPTIONS)},
+                "node_ip": {"type": "str"},
+                "gateway": {"type": "str"},
+                "dns": {"type": "list", "elements": "str"},
+                "networks": {"type": "list", "elements": "str"},
+                "os_family": {"type": "str"},
+                "installer_iso_url": {"type": "str"},
+                "installer_iso_sha256": {"type": "str"},
+                "ssh_authorized_key": {"type": "str", "no_log": False},
+                "root_password_hash": {"type": "str", "no_log": True},
+                "protected": {"type": "bool", "default": False},
+            },
+        },
+        "pools": {
+            "type": "list",
+            "elements": "dict",
+            "default": [],
+            "options": {
+                "name": {"type": "str"},
+                "hosts": {"type": "list", "elements": "dict", "default": [], "options": _host_options()},
+            },
+        },
+        "namespace": {"type": "str", "default": DEFAULT_NAMESPACE},
+        "check_bmcs": {"type": "bool", "default": True},
+        "api_timeout": {"type": "int", "default": DEFAULT_API_TIMEOUT},
+        "iso_cache_dir": {"type": "path", "default": DEFAULT_CACHE_DIR},
+        "iso_validate_certs": {"type": "bool", "default": True},
+        "iso_ca_cert": {"type": "path"},
+        "reserved_networks": {"type": "list", "elements": "str", "default": []},
+        "other_networks": {"type": "list", "elements": "str", "default": []},
+    }
+
+
+def main() -> None:
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_metal_preflight)
+
+
+if __name__ == "__main__":
+    main()
