@@ -9,6 +9,7 @@ some of the files the packages install.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -53,3 +54,30 @@ def test_check_names_what_is_missing_and_the_command(
         assert f"apt-get install --no-install-recommends {' '.join(missing)}" in proc.stderr
     else:
         assert "are installed" in proc.stdout
+
+
+def _as_another_user() -> list[str]:
+    """Run as ``nobody`` when the tests run as root (this machine), as ourselves otherwise (CI)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux): cannot drop to another user")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_without_root_it_fails_naming_the_command_and_never_waits(tmp_path: Path) -> None:
+    # Without --check: the make target's own call. Stdin closed and a deadline: a prompt (sudo's password,
+    # apt's confirmation) would hang instead of failing.
+    proc = subprocess.run(
+        [*_as_another_user(), "bash", str(SCRIPT)],
+        env={**os.environ, "VM_LANE_ROOT": str(tmp_path / "empty")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "missing qemu-system-x86 qemu-utils ovmf" in proc.stderr
+    assert "sudo scripts/install-vm-lane.sh" in proc.stderr
