@@ -17,13 +17,17 @@ it configured), read from its serial console by ``lab.vm.evidence``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,18 +57,28 @@ CLUSTER = "vm-lane"
 # The lab BMC's own power transition, at the emulator's realistic scale (seconds).
 POWER_DELAY = 3.0
 # Deadlines (seconds), TCG's on a shared two-core machine (docs/testing/metal-vm.md has the measured times).
-# Each is a deadline to give up at, never a check on how long something took.
+# Each is a deadline to give up at, never a check on how long something took; each is several times what was
+# measured under TCG with other engineers' tests running, so a stuck boot (a loader waiting at its menu) fails
+# the short lane in minutes, not hours.
 VM_START_TIMEOUT = 120.0  # power on -> the QEMU process runs (the CD's image is copied first)
-INSTALLER_LOG_TIMEOUT = 2400.0  # power on -> the installer's log window on the serial console
-NETWORK_TIMEOUT = 1800.0  # the log window -> the installer fetched from the mirror with its network
+INSTALLER_LOG_TIMEOUT = 900.0  # power on -> the installer's log window on the serial console (measured ~125 s)
+NETWORK_TIMEOUT = 600.0  # the log window -> the installer fetched from the mirror with its network (~50 s)
 VERDICT_GRACE = 240.0  # after netcfg's answers: how long a connection to the mirror may take to appear
 INSTALL_TIMEOUT = 2400.0  # full lane: power on -> the installer powers the VM off
 OS_BOOT_TIMEOUT = 600.0  # full lane: power on from disk -> SSH answers
 POLL = 2.0
-LANE_TEST_TIMEOUT = 5400  # one short-lane test, whole (pytest-timeout)
+LANE_TEST_TIMEOUT = 2400  # one short-lane test, whole (pytest-timeout)
 FULL_LANE_TEST_TIMEOUT = 10800  # the full lane's test, whole
 SCREEN_LOG_WINDOW = b"\x014"  # GNU screen: Ctrl-A 4, the installer's log window (rootskel's /etc/screenrc)
 TIMINGS_DIR = REPO_ROOT / ".build" / "metal-vm" / "timings"
+# Every lane test works in a fresh directory under /tmp (short: QMP's and the serial console's Unix sockets
+# must fit in 108 bytes) holding OWNER_FILE, the pid of the pytest process that made it. A directory whose
+# owner is gone was left by a lane that was killed before its teardown (SIGKILL, a power cut): the next
+# lane session kills what it started (its QEMU, boot_iso's ISO server) and deletes it (``sweep_stale``).
+WORKDIR_ROOT = Path("/tmp")
+WORKDIR_PREFIX = "mvm-"
+OWNER_FILE = "lane.owner"
+STOP_TIMEOUT = 10.0  # seconds a left-over process gets after SIGTERM before SIGKILL
 
 
 class LaneFailure(AssertionError):
@@ -178,6 +192,7 @@ class VmLane:
         self.ssh_port = free_port(LOOPBACK)
         self.connections: set[evidence.Connection] = set()
         self.verdict: dict[str, Any] = {}
+        self.network: Network | None = None  # what the last extra_vars() gave boot_iso
 
     # ------------------------------------------------------------------ set-up and teardown
     def start(self) -> VmLane:
@@ -196,9 +211,14 @@ class VmLane:
         return self
 
     def stop(self) -> None:
-        if self.host is not None:
-            self.host.stop()
-        self.lab.stop()
+        """Stop the VM, boot_iso's ISO server (when a test failed before the teardown playbook) and the lab."""
+        try:
+            if self.host is not None:
+                self.host.stop()
+        finally:
+            for pid in iso_server_pids(self.workdir):
+                _terminate(pid)
+            self.lab.stop()
 
     @property
     def vm(self) -> QemuHost:
@@ -207,6 +227,7 @@ class VmLane:
 
     def extra_vars(self, network: Network | None = None) -> dict[str, Any]:
         net = network or Network(mac=self.vm.spec.mac)
+        self.network = net
         digest = subprocess.run(["sha256sum", str(self.iso)], capture_output=True, text=True, check=True)
         return {
             "bmc_url": self.lab.url(BMC_NAME),
@@ -265,6 +286,7 @@ class VmLane:
                     self.vm.send_serial(SCREEN_LOG_WINDOW)
                     last_switch = time.monotonic()
             self._check_alive("before the installer's log window")
+            self._check_early_command(text)
             time.sleep(POLL)
         raise LaneFailure(self._stalled("no installer log window on the serial console", timeout))
 
@@ -281,7 +303,9 @@ class VmLane:
             if "gateway" in used and answered_at is None:
                 answered_at = time.monotonic()
                 self.timings.mark("network configured")
-            problems = evidence.network_problems(network.expected(), used) if answered_at else []
+            self._check_early_command(self.text())
+            problems = evidence.nic_problems(self.vm.spec.mac, trace)
+            problems += evidence.network_problems(network.expected(), used) if answered_at else []
             reached = sorted(
                 {c for c in self.connections if c.destination in mirror_addresses and c.proto == "TCP"},
                 key=lambda c: c.source_port,
@@ -303,6 +327,17 @@ class VmLane:
                 return self.verdict
             time.sleep(POLL)
         raise LaneFailure(self._stalled("the installer never configured its network and reached the mirror", timeout))
+
+    def _check_early_command(self, text: str) -> None:
+        """Fail at once, naming the MAC, when the installer shows that a preseeded command failed."""
+        if not evidence.COMMAND_FAILED.search(text):
+            return
+        preseed_mac = self.network.mac if self.network else self.vm.spec.mac
+        problems = evidence.nic_problems(self.vm.spec.mac, evidence.installer_trace(text))
+        problems = problems or evidence.mac_problems(preseed_mac, self.vm.spec.mac)
+        lines = ["the installer stopped at preseed/command_failed (a preseeded command failed):"]
+        lines += [f"  - {p}" for p in problems] or ["  - the MACs match: see the console"]
+        raise LaneFailure("\n".join([*lines, self._tail()]))
 
     def _check_alive(self, when: str) -> None:
         """Fail at once when the VM stopped (its guest powered off, it crashed, or something killed it)."""
@@ -367,6 +402,98 @@ def _addresses(host: str) -> set[str]:
 
 def accelerator() -> tuple[str, str]:
     return probe(INSTALLER_DIR / "vmlinuz")
+
+
+def make_workdir(root: Path = WORKDIR_ROOT) -> Path:
+    """A fresh lane directory that names its owner (this process), for ``sweep_stale``."""
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=root))
+    (workdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return workdir
+
+
+def stale_workdirs(root: Path, alive: Callable[[int], bool]) -> list[Path]:
+    """Lane directories under ``root`` whose owner process is gone; a directory without an owner is not one."""
+    stale = []
+    for directory in sorted(root.glob(f"{WORKDIR_PREFIX}*")):
+        try:
+            owner = int((directory / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if not alive(owner):
+            stale.append(directory)
+    return stale
+
+
+def _argv(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def started_by(directory: Path, pid: int, argv: Callable[[int], bytes] = _argv) -> bool:
+    """Whether ``pid`` is a process of this lane directory: its command line names a file inside it.
+
+    QEMU's names its disk, sockets and pid file; boot_iso's ISO server names the ISO. A recycled pid names
+    something else, so nothing but the lane's own processes is ever signalled.
+    """
+    return pid > 0 and (str(directory) + "/").encode() in argv(pid)
+
+
+def iso_server_pids(directory: Path) -> list[int]:
+    """boot_iso's detached ISO servers under ``directory`` (their pid files sit beside the ISO) still running."""
+    pids = []
+    for record in directory.glob("isos/*.server.json"):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            pid = int(json.loads(record.read_text()).get("pid", 0))
+            if started_by(directory, pid):
+                pids.append(pid)
+    return pids
+
+
+def _qemu_pids(directory: Path) -> list[int]:
+    pids = []
+    for pidfile in directory.glob("**/qemu.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text().strip())
+            if started_by(directory, pid):
+                pids.append(pid)
+    return pids
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM, then SIGKILL after ``STOP_TIMEOUT`` (a process this lane started)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and lane_processes(pid):
+            time.sleep(0.2)
+        if lane_processes(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def lane_pids(directory: Path) -> list[int]:
+    """The processes a lane directory's pid files name that still run: its QEMU and boot_iso's ISO server."""
+    return _qemu_pids(directory) + iso_server_pids(directory)
+
+
+def leftovers(directory: Path, pids: list[int]) -> list[str]:
+    """What is left of a lane after its teardown: those of ``pids`` still running (read before the directory
+    was deleted), and the directory itself with its files."""
+    found = [f"process {pid}: {_argv(pid)[:120]!r}" for pid in pids if started_by(directory, pid)]
+    if directory.exists():
+        found.append(f"{directory} ({sum(1 for _ in directory.rglob('*'))} files)")
+    return found
+
+
+def sweep_stale(root: Path = WORKDIR_ROOT) -> list[Path]:
+    """Kill what killed lanes left running (QEMU, the ISO server) and delete their directories."""
+    swept = stale_workdirs(root, lane_processes)
+    for directory in swept:
+        for pid in lane_pids(directory):
+            _terminate(pid)
+        shutil.rmtree(directory, ignore_errors=True)
+    return swept
 
 
 def lane_processes(pid: int | None) -> bool:

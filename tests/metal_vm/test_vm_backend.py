@@ -51,11 +51,11 @@ def _cd(host: QemuHost) -> dict[str, Any]:
     return next(b for b in host.query(qmp.query_block()) if b.get("qdev", "").endswith(VIRTUAL_CD_ID))
 
 
-def test_bmc_actions_reach_a_running_vm(prerequisites: Prerequisites, served_image: str) -> None:
+def test_bmc_actions_reach_a_running_vm(prerequisites: Prerequisites, served_image: str, lane_workdir: Path) -> None:
     state = BmcState(BmcSpec(name="gen-vm", personality="generic", power_delay=0.5), delay_scale=1.0)
     tree = Tree(state)
     disk = disk_identity("gen-vm")
-    workdir = Path(tempfile.mkdtemp(prefix="mvm-", dir="/tmp"))
+    workdir = lane_workdir
     spec = VmSpec(name="gen-vm", mac=state.macs[0], disk_serial=disk.serial, disk_wwn=disk.wwn, ssh_port=0)
     host = QemuHost(state, spec, workdir / "vm", prerequisites.accel).start()
     try:
@@ -87,6 +87,5 @@ def test_bmc_actions_reach_a_running_vm(prerequisites: Prerequisites, served_ima
         assert not host.log.errors
     finally:
         host.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
     assert not lane_processes(pid)
     assert not (workdir / "vm").exists()
