@@ -8,7 +8,8 @@ answers; and the user network: its connections to the Debian mirror come from th
 network's DHCP server would have leased another); then the modules eject, find the boot order with the disk
 first unchanged by the one-time boot, and power off; the VM's process and every file are gone.
 
-A broken preseed (a gateway the network does not have) fails the lane naming the gateway the installer used.
+A broken preseed fails the lane naming what is wrong: a gateway the network does not have (the gateway the
+installer used, from its own log), a boot MAC no NIC of the VM has (both MACs).
 """
 
 from __future__ import annotations
@@ -97,5 +98,24 @@ def test_a_wrong_gateway_fails_naming_it(vm_lane: Callable[[str, str], VmLane]) 
     message = str(failure.value)
     assert f"the installer used gateway {wrong}, the VM's network needs {GATEWAY}" in message, message
     assert lane.verdict["network_used"]["gateway"] == wrong  # from the installer's own log
+    lane.timings.write({"accel": lane.accel, "mode": "Bios", "failure": message})
+    _torn_down(lane)
+
+
+def test_a_wrong_mac_fails_naming_it(vm_lane: Callable[[str, str], VmLane]) -> None:
+    lane = vm_lane("Bios", "short-wrong-mac")
+    wrong = "52:54:00:0f:0f:0f"  # no NIC of the VM has it: the preseed's early command finds none
+    assert wrong != lane.vm.spec.mac.lower()
+    _provisioned(lane, Network(mac=wrong))
+
+    def installer_configures_its_network() -> None:
+        # The failed early command's dialog may come before GNU screen (and its log window) starts.
+        lane.wait_for_installer_log()
+        lane.wait_for_network(Network(mac=wrong))
+
+    with pytest.raises(LaneFailure) as failure:
+        installer_configures_its_network()
+    message = str(failure.value)
+    assert f"MAC {wrong}; the VM's boot NIC is {lane.vm.spec.mac.lower()}" in message, message
     lane.timings.write({"accel": lane.accel, "mode": "Bios", "failure": message})
     _torn_down(lane)

@@ -54,6 +54,12 @@ NETWORK_QUESTIONS = {
 }
 # A DHCP client run by netcfg logs through log-output as udhcpc or dhclient.
 DHCP_CLIENTS = ("udhcpc", "dhclient")
+# What boot_iso's Debian early command (plugins/module_utils/_metal/unattended.py, ``_early_network``) prints
+# when no NIC has the inventory's boot MAC; the installer logs a preseeded command's output.
+# debian-installer's dialog when a preseeded command fails (preseed's ``preseed/command_failed`` template, shown
+# by /bin/preseed_command). For ``preseed/early_command`` it comes before GNU screen starts, on the console itself.
+COMMAND_FAILED = re.compile(r"Failed to run preseeded command")
+NO_NIC = re.compile(r"metalplane: no NIC with MAC (?P<mac>[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5})")
 USERNET_ROW = re.compile(
     r"^\s*(?P<proto>TCP|UDP)\[(?P<state>[^\]]*)\]\s+(?P<fd>-?\d+)\s+(?P<src>\S+)\s+(?P<sport>\d+)\s+"
     r"(?P<dst>\S+)\s+(?P<dport>\d+)"
@@ -89,6 +95,7 @@ class InstallerTrace:
     shown: list[str] = field(default_factory=list)  # questions really displayed: prompts
     menu_items: list[str] = field(default_factory=list)  # main-menu's steps, in order
     dhcp: list[str] = field(default_factory=list)  # log lines of a DHCP client
+    missing_nics: list[str] = field(default_factory=list)  # MACs the preseed's early command found no NIC for
 
     def network(self) -> dict[str, str]:
         return {name: self.answers[q] for name, q in NETWORK_QUESTIONS.items() if q in self.answers}
@@ -117,6 +124,9 @@ def installer_trace(text: str) -> InstallerTrace:
         menu = MENU_ITEM.search(line)
         if menu:
             trace.menu_items.append(menu["item"])
+        no_nic = NO_NIC.search(line)
+        if no_nic and no_nic["mac"].lower() not in trace.missing_nics:
+            trace.missing_nics.append(no_nic["mac"].lower())
         if any(f"{client}" in line for client in DHCP_CLIENTS) and "debconf" not in line:
             trace.dhcp.append(line)
     return trace
@@ -170,6 +180,24 @@ def network_problems(expected: dict[str, str], used: dict[str, str]) -> list[str
         elif got.split() != want.split():
             problems.append(f"the installer used {name} {got}, the VM's network needs {want}")
     return problems
+
+
+def nic_problems(boot_mac: str, trace: InstallerTrace) -> list[str]:
+    """The preseed's boot MAC that matched no NIC of the VM, and the VM's boot NIC's MAC, one line each."""
+    return [
+        f"the preseed's early command found no NIC with MAC {mac}; the VM's boot NIC is {boot_mac.lower()}"
+        for mac in trace.missing_nics
+    ]
+
+
+def mac_problems(preseed_mac: str, boot_mac: str) -> list[str]:
+    """The preseed's boot MAC when it is not the VM's boot NIC's (its early command then finds no NIC)."""
+    if preseed_mac.lower() == boot_mac.lower():
+        return []
+    return [
+        f"the preseed binds the static address to the NIC with MAC {preseed_mac.lower()}; "
+        f"the VM's boot NIC is {boot_mac.lower()}"
+    ]
 
 
 def _question(name: str) -> str:

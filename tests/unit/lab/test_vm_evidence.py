@@ -152,3 +152,62 @@ def test_usernet_rows() -> None:
 @pytest.mark.parametrize(("prefix", "mask"), [(24, "255.255.255.0"), (16, "255.255.0.0"), (30, "255.255.255.252")])
 def test_netmask(prefix: int, mask: str) -> None:
     assert evidence.netmask(prefix) == mask
+
+
+WRONG_MAC = (
+    "the preseed's early command found no NIC with MAC 52:54:00:aa:bb:99; the VM's boot NIC is 52:54:00:aa:bb:01"
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "problems"),
+    [
+        ((), []),
+        (
+            ("Dec  4 18:20:01 preseed: metalplane: no NIC with MAC 52:54:00:AA:BB:99",),
+            [WRONG_MAC],
+        ),
+        (  # the installer logs it again when the command is retried: said once
+            (
+                "Dec  4 18:20:01 preseed: metalplane: no NIC with MAC 52:54:00:aa:bb:99",
+                "Dec  4 18:20:09 preseed: metalplane: no NIC with MAC 52:54:00:aa:bb:99",
+            ),
+            [WRONG_MAC],
+        ),
+    ],
+    ids=["found", "wrong-mac", "logged-twice"],
+)
+def test_nic_problems_name_both_macs(lines: tuple[str, ...], problems: list[str]) -> None:
+    trace = evidence.installer_trace(evidence.plain_text(_log(*lines) + GOOD))
+    assert evidence.nic_problems("52:54:00:AA:BB:01", trace) == problems
+
+
+@pytest.mark.parametrize(
+    ("preseed_mac", "problems"),
+    [
+        ("52:54:00:AA:BB:01", []),
+        ("52:54:00:aa:bb:01", []),
+        (
+            "52:54:00:aa:bb:99",
+            [
+                "the preseed binds the static address to the NIC with MAC 52:54:00:aa:bb:99; "
+                "the VM's boot NIC is 52:54:00:aa:bb:01"
+            ],
+        ),
+    ],
+    ids=["same", "same-case", "wrong"],
+)
+def test_mac_problems(preseed_mac: str, problems: list[str]) -> None:
+    assert evidence.mac_problems(preseed_mac, "52:54:00:AA:BB:01") == problems
+
+
+@pytest.mark.parametrize(
+    ("serial", "failed"),
+    [
+        ("\x1b[5;10H[!!] Failed to run preseeded command\x1b[7;10HExecution of preseeded command", True),
+        (GOOD, False),
+    ],
+    ids=["dialog", "no-dialog"],
+)
+def test_the_command_failed_dialog_is_seen(serial: str, failed: bool) -> None:
+    assert bool(evidence.COMMAND_FAILED.search(evidence.plain_text(serial))) is failed
