@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from metal_vm.lane import OWNER_FILE, WORKDIR_PREFIX, leftovers, make_workdir, stale_workdirs, started_by
+from metal_vm import lane
+from metal_vm.lane import OWNER_FILE, REQUIRED_ENV, WORKDIR_PREFIX, leftovers, make_workdir, stale_workdirs, started_by
 
 ALIVE, DEAD = 1000, 2000
 
@@ -63,3 +64,25 @@ def test_leftovers_name_the_directory_and_its_files(tmp_path: Path) -> None:
     (directory / "vm" / "disk.qcow2").touch()
     assert leftovers(directory, []) == [f"{directory} (2 files)"]
     assert leftovers(tmp_path / "gone", []) == []
+
+
+@pytest.mark.parametrize(
+    ("required", "outcome"),
+    [("1", pytest.fail.Exception), ("", pytest.skip.Exception), ("0", pytest.skip.Exception)],
+    ids=["make-target-fails", "plain-pytest-skips", "not-required-skips"],
+)
+def test_a_missing_prerequisite_never_passes(
+    monkeypatch: pytest.MonkeyPatch, required: str, outcome: type[BaseException]
+) -> None:
+    """Without QEMU the lane skips under plain pytest and fails under the make targets, naming the command."""
+    monkeypatch.setenv(REQUIRED_ENV, required)
+    monkeypatch.setattr(lane.shutil, "which", lambda name: None)
+    # Caught as BaseException and compared: a Skipped escaping pytest.raises would report a skip, not a failure.
+    try:
+        lane.require_qemu()
+    except BaseException as exc:  # pytest's outcomes are BaseExceptions
+        raised: BaseException | None = exc
+    else:
+        raised = None
+    assert type(raised) is outcome, raised
+    assert "sudo scripts/install-vm-lane.sh" in str(raised)
