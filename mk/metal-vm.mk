@@ -1,4 +1,4 @@
-# The real-boot VM lane (issue 18): a QEMU VM behind the lab's iDRAC8 Redfish emulator boots the Debian
+# The real-boot VM lane: a QEMU VM behind the lab's iDRAC8 Redfish emulator boots the Debian
 # installer ISO that boot_iso builds. Opt-in and slow; NOT part of `make test`.
 # Included from the main Makefile (-include mk/*.mk). Documentation: docs/testing/metal-vm.md
 #
