@@ -10,10 +10,13 @@ is the short lane's, and the installation is the same.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+import tarfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -31,9 +34,33 @@ from metal_vm.lane import (
 
 # pytest-timeout's 300 s default (pyproject.toml) is far below a boot under TCG.
 pytestmark = pytest.mark.timeout(FULL_LANE_TEST_TIMEOUT)
+# The stand-in kernel module's DKMS package (its dkms.conf names it), copied to /usr/src/<name>-<version>.
+STANDIN = Path(__file__).parent / "standin"
+STANDIN_PACKAGE = "metalplane-standin/1.0"
+DKMS_TIMEOUT = 900  # seconds: compiling one small module under TCG
+# What the nvidia_driver role needs from the installed system before it runs the NVIDIA installer (boot_iso's
+# Debian packages): the running kernel's headers, DKMS and a compiler; proved by a DKMS build and a load.
+DKMS_BUILD = f"""set -e
+test -d /lib/modules/$(uname -r)/build
+dpkg-query -W -f='${{Package}} ${{Status}}\\n' dkms gcc make "linux-headers-$(uname -r)"
+dkms add {STANDIN_PACKAGE}
+dkms install {STANDIN_PACKAGE} -k "$(uname -r)"
+modprobe metalplane_standin
+grep '^metalplane_standin ' /proc/modules
+"""
 
 
-def _ssh(lane: VmLane, known_hosts: str, command: str) -> subprocess.CompletedProcess[str]:
+def _standin_tar() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(STANDIN.iterdir()):
+            tar.add(path, arcname=path.name)
+    return buffer.getvalue()
+
+
+def _ssh(
+    lane: VmLane, known_hosts: str, command: str, stdin: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [
             "ssh",
@@ -52,9 +79,9 @@ def _ssh(lane: VmLane, known_hosts: str, command: str) -> subprocess.CompletedPr
             "root@127.0.0.1",
             command,
         ],
+        input=stdin if stdin is not None else b"",
         capture_output=True,
-        text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
 
@@ -80,11 +107,19 @@ def test_install_boot_from_disk_and_log_in(vm_lane: Callable[[str, str], VmLane]
         time.sleep(10)
         result = _ssh(lane, str(known_hosts), "cat /etc/metalplane/provisioned; ip -4 -o addr show; hostname")
     if result.returncode != 0:
-        raise LaneFailure(f"no SSH login within {OS_BOOT_TIMEOUT:g}s: {result.stderr}\n{lane.text()[-3000:]}")
+        raise LaneFailure(f"no SSH login within {OS_BOOT_TIMEOUT:g}s: {result.stderr!r}\n{lane.text()[-3000:]}")
     lane.timings.mark("ssh with the key")
-    marker = json.loads(result.stdout.splitlines()[0])
+    out = result.stdout.decode()
+    marker = json.loads(out.splitlines()[0])
     assert marker == {"cluster": "vm-lane", "generation": 1, "hostname": "r730-vm.lab.example"}
-    assert f"inet {GUEST_ADDRESS}/24" in result.stdout  # the installed system kept the static address
+    assert f"inet {GUEST_ADDRESS}/24" in out  # the installed system kept the static address
+
+    source = f"/usr/src/{STANDIN_PACKAGE.replace('/', '-')}"
+    copied = _ssh(lane, str(known_hosts), f"mkdir -p {source} && tar -x -C {source}", stdin=_standin_tar())
+    assert copied.returncode == 0, copied.stderr
+    built = _ssh(lane, str(known_hosts), DKMS_BUILD, timeout=DKMS_TIMEOUT)
+    assert built.returncode == 0, f"DKMS build of the stand-in module failed:\n{built.stdout!r}\n{built.stderr!r}"
+    lane.timings.mark("dkms build and load")
 
     pid = lane.vm.pid
     teardown = lane.playbook("teardown.yml", lane.extra_vars())
