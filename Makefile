@@ -37,6 +37,7 @@ help:
 	@echo "make demo        run the main job on the lab digital twin"
 	@echo "make test        run every check CI runs"
 	@echo "make test-k8s-real   run the Kubernetes suites against a real kube-apiserver (slow, opt-in)"
+	@echo "make test-metal-vm   boot boot_iso's Debian ISO in a QEMU VM behind the lab iDRAC8 (slow, opt-in)"
 	@echo "make bench       run the benchmarks (figures in docs/benchmarks.md)"
 	@echo "make bootloaders fetch the boot loaders the boot_iso tests build ISOs from"
 	@echo "make test-metal  the bare-metal path's opt-in runs: other BMC personalities, power cut, kill points (slow)"

@@ -5,7 +5,7 @@ Torito catalog, not from a list of known paths. Each shape copies its real ISO's
 catalog path, BIOS boot image, EFI image and where it lives), boot loaders (Debian's packages of the same
 loaders, fetched by ``make bootloaders``), volume-ID convention, boot configuration paths and menu layout,
 and hybrid MBR/GPT style; kernels and initrds are a few bytes (docs/modules/metal.md lists what each shape
-copies and what it leaves out). The real ISOs are checked only in the opt-in VM lane.
+copies and what it leaves out). Real boots are the opt-in VM lane's (docs/testing/metal-vm.md).
 
 ``build_shape(name, dest)`` writes one ISO; ``BOOTLOADERS`` is where ``scripts/fetch-bootloaders.sh`` puts
 the loaders, and ``require_bootloaders()`` skips a test, naming ``make bootloaders``, when they are absent.
@@ -436,6 +436,12 @@ def build_shape(name: str, dest: Path) -> Shape:
     """Write the ISO of shape ``name`` to ``dest`` and return its description."""
     require_bootloaders()
     shape = SHAPES[name]()
+    master(shape, dest)
+    return shape
+
+
+def master(shape: Shape, dest: Path) -> None:
+    """Write ``shape`` as an ISO to ``dest``, the way xorriso lays out the vendor's (the VM lane's ISO too)."""
     iso = pycdlib.PyCdlib()
     iso.new(interchange_level=3, vol_ident="CDROM", rock_ridge="1.09", joliet=3, sys_ident="LINUX")
     # xorriso writes the full volume ID in the primary descriptor and its first 16 characters in Joliet's
@@ -477,7 +483,6 @@ def build_shape(name: str, dest: Path) -> Shape:
     iso.close()
     if shape.hybrid in {"grub_mbr", "grub_gpt"}:
         _grub_hybrid(dest, shape)
-    return shape
 
 
 def _extent_of(iso_path: Path, shape: Shape, rr_path: str) -> tuple[int, int]:

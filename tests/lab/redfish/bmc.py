@@ -222,9 +222,12 @@ class BmcState:
         self.faults: dict[str, Fault] = {}
         self.resets = 0
         self.on_reset: Callable[[BmcState], None] | None = None  # set by the HTTP layer
-        # The simulated server behind this BMC (lab.metal.host.MetalHost), told about power changes
-        # (``power_changed(state)``) and boots (``booted(record)``); both only queue work, so they are
-        # called under the lock. It calls back ``host_power_off()`` and ``reboot()``.
+        # The simulated server behind this BMC (lab.metal.host.MetalHost, or lab.vm.host.QemuHost), told
+        # about power changes (``power_changed(state)``) and boots (``booted(record)``); both only queue
+        # work, so they are called under the lock. It calls back ``host_power_off()`` and ``reboot()``.
+        # A host may also have ``media_changed(slot, image, media_types)`` (told of every insert and
+        # eject) and ``acpi_power_button()``: then GracefulShutdown and PushPowerButton press its button
+        # and the power stays on until the host's OS powers it off (a VM decides that itself).
         self.host: Any = None
         # host power
         self._power = spec.power_state
@@ -389,8 +392,11 @@ class BmcState:
             self.sessions.clear()
             for name in [n for n, f in self.faults.items() if f.sticky]:
                 del self.faults[name]
-            for slot in self.slots.values():
+            for sid, slot in self.slots.items():
+                was_inserted = slot.inserted
                 slot.inserted, slot.image = False, None
+                if was_inserted:
+                    self.media_changed(sid)
             self._reset_at = self.clock()
             self._lc_ready_at = self.reset_window_end() + self.scaled(self.spec.lc_delay)
         if self.on_reset is not None:
@@ -472,9 +478,8 @@ class BmcState:
                 return Reply(204)
             if reset_type == "PushPowerButton":
                 reset_type = "GracefulShutdown" if on else "On"
-            if reset_type == "GracefulShutdown" and on and self.spec.ignore_graceful_shutdown:
-                self.counters["graceful_shutdown_ignored"] += 1
-                return Reply(204)  # accepted; the OS never acts on the button event
+            if reset_type == "GracefulShutdown" and on and self._os_handles_button():
+                return Reply(204)  # accepted; the power stays on unless the OS powers off
             if reset_type in ("On", "ForceOn"):
                 if on:
                     return self._already("On")
@@ -491,6 +496,17 @@ class BmcState:
                 self._steps = [(now + d / 2, "PoweringOn", False), (now + d, "On", True)]
             self._advance()
             return Reply(204)
+
+    def _os_handles_button(self) -> bool:
+        """The power button's event goes to the OS: one that ignores it, or a host (a VM) whose OS decides."""
+        if self.spec.ignore_graceful_shutdown:
+            self.counters["graceful_shutdown_ignored"] += 1
+            return True
+        if hasattr(self.host, "acpi_power_button"):
+            self.counters["acpi_power_button"] += 1
+            self.host.acpi_power_button()  # the host calls host_power_off() if its OS powers off
+            return True
+        return False
 
     def _already(self, state: str) -> Reply:
         if self.p.dell:
@@ -550,6 +566,12 @@ class BmcState:
         if self.host is not None:
             cd = next((s.image for s in self.slots.values() if s.inserted and "CD" in s.media_types), None)
             self.host.booted({**self.boot_history[-1], "cd_image": cd})
+
+    def media_changed(self, sid: str) -> None:
+        """Tell a host that follows the virtual media (a VM's CD drive) what slot ``sid`` now holds."""
+        slot = self.slots[sid]
+        if self.host is not None and hasattr(self.host, "media_changed"):
+            self.host.media_changed(sid, slot.image if slot.inserted else None, slot.media_types)
 
     def _cd_inserted(self) -> bool:
         return any(s.inserted and "CD" in s.media_types for s in self.slots.values())

@@ -888,6 +888,7 @@ class Tree:
         slot.image = image
         slot.write_protected = bool(body.get("WriteProtected", True))
         s.counters["insert_media"] += 1
+        s.media_changed(sid)
         return Reply(204)
 
     def eject(self, sid: str) -> Reply:
@@ -896,7 +897,10 @@ class Tree:
         if s.fire("eject_stuck_until_reset") is not None:
             return Reply(204)  # accepted, but the media stays (redhat-performance/jetlag#657)
         slot = s.slots[sid]
+        was_inserted = slot.inserted
         slot.inserted, slot.image = False, None
+        if was_inserted:
+            s.media_changed(sid)
         return Reply(204)
 
     def create_bios_job(self, body: Doc) -> Reply:
