@@ -131,6 +131,8 @@ def pvc(name: str, namespace: str = "default") -> dict[str, Any]:
     }
 
 
+# Six role runs in one test: the 300 s default deadline (a hang guard) is too tight on a loaded two-core machine.
+@pytest.mark.timeout(900)
 def test_longhorn_rwx_lifecycle(
     cluster: tuple[KubeEmulator, WriteLog], playbook: Callable[..., Any], ansible_tmp: Path
 ) -> None:
