@@ -54,7 +54,6 @@ options:
     description:
       - With O(step=install), the installed system's SSH host public key (C(boot_iso)'s C(ssh_host_public_key)).
     type: str
-    no_log: false
   wait_timeout:
     description:
       - Seconds O(step=install) and O(step=recover) wait for the power-on and O(step=wait_installed) for the install

@@ -265,8 +265,8 @@ def render(sites: list[dict[str, Any]], peers: list[dict[str, Any]], stamp: str)
 def write_page(path: Path, generated: str) -> None:
     """Replace the generated part of the page; the prose around the markers is kept."""
     text = path.read_text() if path.exists() else f"# Bare-metal path: benchmark\n\n{PAGE_BEGIN}\n{PAGE_END}\n"
-    head, _, rest = text.partition(PAGE_BEGIN)
-    _, _, tail = rest.partition(PAGE_END)
+    head, _begin, rest = text.partition(PAGE_BEGIN)
+    _generated, _end, tail = rest.partition(PAGE_END)
     path.write_text(head + generated.rstrip("\n") + tail)
 
 

@@ -88,7 +88,7 @@ def attribute(requests: Iterable[R], windows: Sequence[TaskWindow]) -> Attributi
     window (between tasks, before the first, after the last) is kept in ``outside``, so that a total never
     silently loses one.
     """
-    result: Attribution[R] = Attribution(list(windows), [[] for _ in windows])
+    result: Attribution[R] = Attribution(list(windows), [[] for _window in windows])
     for request in requests:
         for index, window in enumerate(windows):
             if window.start <= request.time <= window.end:

@@ -482,7 +482,7 @@ def leftovers(directory: Path, pids: list[int]) -> list[str]:
     was deleted), and the directory itself with its files."""
     found = [f"process {pid}: {_argv(pid)[:120]!r}" for pid in pids if started_by(directory, pid)]
     if directory.exists():
-        found.append(f"{directory} ({sum(1 for _ in directory.rglob('*'))} files)")
+        found.append(f"{directory} ({sum(1 for _path in directory.rglob('*'))} files)")
     return found
 
 

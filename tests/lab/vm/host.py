@@ -90,6 +90,7 @@ class QemuHost:
         qemu_img: str = QEMU_IMG,
     ) -> None:
         self.bmc = bmc
+        self.last_power_state: str | None = None
         self.spec = spec
         self.files = VmFiles(Path(directory))
         self.accel = accel
@@ -220,7 +221,8 @@ class QemuHost:
                 self.log.errors.append(f"{kind}: {type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
-        _ = self.bmc.power_state  # advances the BMC's timed transitions, which queue boots and power changes
+        # Reading the power state advances the BMC's timed transitions, which queue boots and power changes.
+        self.last_power_state = self.bmc.power_state
         process = self._process
         if process is None or process.popen.poll() is None:
             return

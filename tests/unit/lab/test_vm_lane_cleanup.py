@@ -84,5 +84,5 @@ def test_a_missing_prerequisite_never_passes(
         raised: BaseException | None = exc
     else:
         raised = None
-    assert type(raised) is outcome, raised
+    assert type(raised) is outcome, raised  # pylint: disable=unidiomatic-typecheck  # exactly this class, no subclass
     assert "sudo scripts/install-vm-lane.sh" in str(raised)
