@@ -5,7 +5,7 @@ Why by time: the BMC emulator logs every exchange with its wall-clock time, and 
 tasks of a run do not overlap, so the task whose window holds a request's time is the task that sent it. That
 tells where a whole ``site.yml`` run spends its Redfish requests without instrumenting the modules.
 
-Pure functions (no lab, no ansible), unit-tested in ``tests/unit/bench/test_timeline.py``.
+Pure functions (no lab, no ansible), unit-tested in ``tests/unit/bench/test_bench_timeline.py``.
 """
 
 from __future__ import annotations

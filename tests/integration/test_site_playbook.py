@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import yaml
 
 from lab.kube.server import KubeEmulator
 from lab.modelplane.server import ModelplaneEmulator
+from lab.modelplane.serving import API_VERSION, GATEWAY_NAME
 from lab.vultr.contract import assert_no_violations, contract_or_skip
 from lab.vultr.server import VultrEmulator
 
@@ -203,6 +205,18 @@ def test_a_control_plane_without_a_gateway_is_refused_unless_managed(playbook: C
     assert_nothing_created(lab)
 
 
+def gateway_ready(lab: dict[str, Any], timeout: float = 30.0) -> bool:
+    """Whether the lab's Modelplane controller marks the InferenceGateway Ready within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        gateway = lab["mp"].api.get(API_VERSION, "InferenceGateway", GATEWAY_NAME) or {}
+        conditions = (gateway.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def lab_kubeconfig(lab: dict[str, Any]) -> str:
     return yaml.safe_load((lab["state"] / "endpoints.yml").read_text())["emulators"]["modelplane"]["kubeconfig"]
 
@@ -212,6 +226,18 @@ def test_example_vultr_inventory_passes_preflight_with_a_vault(
 ) -> None:
     """The shipped example, with its vault made the documented way, is sound (the twin's catalogue is
     Vultr's: same plans, region and versions); ``--tags phase:preflight`` runs the preflight only."""
+    # A control plane installed per Modelplane's getting-started guide has its InferenceGateway (the example does
+    # not ask this collection to manage one): the preflight finds it Ready.
+    lab["mp"].api.create(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "InferenceGateway",
+            "metadata": {"name": GATEWAY_NAME},
+            "spec": {"backend": "Traefik", "traefik": {"version": "40.2.0"}},
+        }
+    )
+    assert gateway_ready(lab), lab["mp"].api.get(API_VERSION, "InferenceGateway", GATEWAY_NAME)
+    lab["writes"].count = 0  # what the run writes is counted from here
     inventory = tmp_path / "vultr"
     shutil.copytree(REPO / "inventories" / "examples" / "vultr", inventory)
     vault = inventory / "group_vars" / "all" / "vault.yml"
