@@ -11,6 +11,7 @@ driver reports them: V100 ``32Gi``, L40S ``46068Mi``, H100 80GB ``81559Mi``), wi
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -68,6 +69,10 @@ class GpuProduct:
 PRODUCTS: dict[str, GpuProduct] = {
     "Tesla-V100-PCIE-32GB": GpuProduct(
         "Tesla-V100-PCIE-32GB", "Tesla V100-PCIE-32GB", "Volta", "7.0.0", "32Gi", 32768, "volta", 32
+    ),
+    # The lab's iDRAC8 R730 (lab.redfish.bmc GPU_MODEL). [unverified] memory: NVML's total on a 16 GB V100.
+    "Tesla-V100-PCIE-16GB": GpuProduct(
+        "Tesla-V100-PCIE-16GB", "Tesla V100-PCIE-16GB", "Volta", "7.0.0", "16Gi", 16384, "volta", 16
     ),
     "NVIDIA-L40S": GpuProduct(
         "NVIDIA-L40S", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi", 46068, "ada-lovelace", 48
@@ -174,6 +179,39 @@ def resource_slice(
             "devices": devices,
         },
     }
+
+
+# The label Node Feature Discovery puts on a node with an NVIDIA PCI device (vendor 10de) when labelled by vendor, as
+# the NVIDIA DRA driver's chart selects its kubelet plugin's nodes (k8s-dra-driver-gpu, deployments/helm values.yaml:
+# kubeletPlugin.affinity). A bare-metal node has no GPU Operator, so no GFD labels: Modelplane installs NFD.
+NFD_NVIDIA_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+# What NVML reports on a lab node (JSON list of {"name", "memory_mib"}), written by the simulated bare-metal host
+# (lab.metal) once its driver is loaded: where the real DRA kubelet plugin asks NVML, the lab reads this annotation.
+NVML_ANNOTATION = "lab.metalplane.io/nvml-gpus"
+
+
+def dra_devices(node: Obj) -> tuple[str, int, str | None] | None:
+    """(productName, count, memory) the DRA driver would publish for ``node``, or None for a node without GPUs.
+
+    A node with NVML's report (a bare-metal node with its driver) publishes exactly that; a node labelled by GPU
+    Feature Discovery publishes its labels' product and count (and, for a fractional plan, its memory label).
+    """
+    meta = node.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    if labels.get(NFD_NVIDIA_LABEL) == "true" and annotations.get(NVML_ANNOTATION):
+        gpus = json.loads(annotations[NVML_ANNOTATION])
+        if not gpus:
+            return None
+        return str(gpus[0]["name"]), len(gpus), memory_quantity(int(gpus[0]["memory_mib"]))
+    if labels.get("nvidia.com/gpu.present") != "true":
+        return None
+    memory = f"{labels['nvidia.com/gpu.memory']}Mi" if "lab.metalplane.io/gpu-fraction" in labels else None
+    return labels.get("nvidia.com/gpu.product", "NVIDIA-L40S"), int(labels.get("nvidia.com/gpu.count", "1")), memory
+
+
+def memory_quantity(mib: int) -> str:
+    """NVML's total as the DRA driver writes it (bytes, BinarySI): whole GiB as Gi, else Mi."""
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 def validator_daemonset(namespace: str = "gpu-operator", name: str = VALIDATOR_NAME) -> Obj:

@@ -41,7 +41,7 @@ import yaml
 
 from lab.common.emulator import LOOPBACK, emulator_arguments, serve_until_signalled
 from lab.kube.api import ApiError
-from lab.kube.gpu import DRA_DRIVER, device_class, resource_slice
+from lab.kube.gpu import DRA_DRIVER, device_class, dra_devices, resource_slice
 from lab.kube.server import KubeEmulator
 from lab.modelplane.crds import CRDS, GROUP, SOURCES, VERSION
 from lab.modelplane.serving import Serving
@@ -403,23 +403,18 @@ class ModelplaneEmulator:
         if workload is None:
             return
         try:
-            nodes = workload.get("/api/v1/nodes", {"labelSelector": "nvidia.com/gpu.present=true"})["items"]
+            nodes = workload.get("/api/v1/nodes")["items"]
         except OSError:  # unreachable (e.g. the Secret names an address this host cannot reach): retry later
             return
         done = self._published.setdefault(uid, set())
         for node in nodes:
             labels = node["metadata"].get("labels") or {}
             node_name = node["metadata"]["name"]
-            if labels.get(POOL_LABEL) not in pool_names or (workload.server, node_name) in done:
+            found = dra_devices(node)
+            if found is None or labels.get(POOL_LABEL) not in pool_names or (workload.server, node_name) in done:
                 continue
-            memory = f"{labels['nvidia.com/gpu.memory']}Mi" if "lab.metalplane.io/gpu-fraction" in labels else None
-            body = resource_slice(
-                node_name,
-                node["metadata"]["uid"],
-                labels.get("nvidia.com/gpu.product", "NVIDIA-L40S"),
-                int(labels.get("nvidia.com/gpu.count", "1")),
-                memory,
-            )
+            product_name, count, memory = found
+            body = resource_slice(node_name, node["metadata"]["uid"], product_name, count, memory)
             workload.create("/apis/resource.k8s.io/v1/deviceclasses", device_class())
             for old in workload.slices(node_name):
                 workload.delete(f"/apis/resource.k8s.io/v1/resourceslices/{old['metadata']['name']}")
