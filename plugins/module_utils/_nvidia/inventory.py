@@ -49,7 +49,10 @@ def gpu_inventory(node: str, facts: Any, pool: str, field: str = "nvidia_driver_
     if not isinstance(gpus, list) or not gpus:
         raise InputError(f"{field}.gpus", "no GPU reported by nvidia-smi on the node: is the driver loaded?")
     names = {str(gpu.get("name") or "") for gpu in gpus}
-    memories = {int(gpu.get("memory_total_mib") or 0) for gpu in gpus}
+    try:
+        memories = {int(gpu.get("memory_total_mib") or 0) for gpu in gpus}
+    except (TypeError, ValueError):
+        raise InputError(f"{field}.gpus", "memory_total_mib must be a whole number of MiB on every GPU") from None
     if len(names) != 1 or len(memories) != 1:
         raise InputError(
             f"{field}.gpus",

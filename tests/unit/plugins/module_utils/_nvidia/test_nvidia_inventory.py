@@ -81,6 +81,7 @@ def test_a_reported_compute_capability_wins_over_the_table() -> None:
         (facts(("", 16384)), "nvidia_driver_facts.gpus", "without its name"),
         (facts(("Tesla V100-PCIE-16GB", 0)), "nvidia_driver_facts.gpus", "without its name or memory"),
         (facts(("Quadro Imaginary 9000", 1024)), "nvidia_driver_facts.gpus[0].name", "not a known"),
+        ({"gpus": [{"name": "Tesla V100-PCIE-16GB", "memory_total_mib": "16 GiB"}]}, "nvidia_driver_facts.gpus", "MiB"),
     ],
 )
 def test_what_cannot_make_one_class_is_refused(given: Any, field: str, says: str) -> None:
