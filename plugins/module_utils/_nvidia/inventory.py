@@ -38,7 +38,7 @@ def memory_quantity(mib: int) -> str:
 def _version(compute_capability: str) -> str:
     """``7.0`` -> ``7.0.0``: the DRA driver's cudaComputeCapability is a semantic version."""
     parts = compute_capability.split(".")
-    return ".".join((parts + ["0", "0"])[:3])
+    return ".".join([*parts, "0", "0"][:3])
 
 
 def gpu_inventory(node: str, facts: Any, pool: str, field: str = "nvidia_driver_facts") -> dict[str, dict[str, Any]]:
