@@ -41,11 +41,13 @@ from typing import Any, Protocol
 
 import asyncssh
 
+from lab.metal import node_shims  # noqa: F401  (registers the node software's shims)
 from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
 from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media
 from lab.metal.sandbox import Disk, Sandbox, SandboxLayout, SandboxUnavailable, Tools
-from lab.metal.shims import Effect, ShimCall, ShimServer, interpret
+from lab.metal.shims import HANDLERS, Effect, ShimCall, ShimServer, interpret
 from lab.metal.sshd import SshService
+from lab.redfish.bmc import GPU_MODEL
 
 # Simulated durations in seconds, multiplied by the lab's delay scale (0 = instant).
 POST_SECONDS = 4.0  # power-on self test until the boot loader runs (an R730 takes minutes)
@@ -415,9 +417,22 @@ class MetalHost:
         self.modules.clear()
 
     # ------------------------------------------------------------------------------ shims
+    @property
+    def address(self) -> str:
+        return self.identity.address
+
+    @property
+    def gpu_models(self) -> list[str]:
+        """The GPUs its BMC inventories (``BmcSpec.gpus`` of ``GPU_MODEL``); none behind a BMC without a spec."""
+        spec = getattr(self.bmc, "spec", None)
+        if spec is None:
+            return []
+        return [GPU_MODEL] * int(getattr(spec, "gpus", 0))
+
     def _shim(self, argv: list[str]) -> Effect:
         """Called from the control socket's thread: record, answer, and queue the state change."""
-        effect = interpret(argv, self.identity.disk.matches)
+        registered = HANDLERS.get(argv[0])
+        effect = registered[1](argv, self) if registered else interpret(argv, self.identity.disk.matches)
         with self._lock:
             self.log.shim_calls.append(ShimCall(time.time(), argv, effect.rc, effect.action, effect.target))
         with (self.directory / "shim-calls.jsonl").open("a") as out:

@@ -11,7 +11,9 @@ records the call and applies its effect (``lab.metal.host``).
 ``sudo`` is a shim of another kind: the sessions already run as root of the host's user namespace,
 where a setuid binary cannot work, so ``sudo [options] cmd`` runs ``cmd`` (Ansible's ``become``).
 
-Later hardware-facing steps (the NVIDIA ``.run`` installer, kubeadm) add entries to ``SHIMS``.
+Later hardware-facing steps (packages, the NVIDIA ``.run`` installer, kubeadm) need their host's state
+(its disk, its GPUs, its loaded modules): they ``register()`` a handler of their own, in a file of their own
+imported by ``lab.metal.node_shims``, instead of growing ``interpret``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
+
+from lab.metal.sandbox import Disk
 
 CONTROL_SOCKET = "control.sock"  # in the host's control directory, bound at /run/metal-lab
 # Commands a shim replaces, and where the real one lives under /usr (merged /usr: /sbin -> usr/sbin).
@@ -78,13 +83,38 @@ exec "$@"
 """
 
 
+class ShimHost(Protocol):
+    """What a registered shim handler may read or change of its host (``lab.metal.host.MetalHost``)."""
+
+    name: str
+    directory: Path  # the host's lab directory (records, logs; outside the host)
+    disk: Disk  # the host's disk: what its OS sees under / (``disk.host_path("/etc/x")``)
+    modules: set[str]  # kernel modules loaded now (the modprobe shim keeps it)
+
+    @property
+    def address(self) -> str: ...  # the host's address on the lab network
+
+    @property
+    def gpu_models(self) -> list[str]: ...  # the GPUs in its PCIe slots, as its BMC reports them
+
+
+ShimHandler = Callable[[list[str], ShimHost], "Effect"]
+# command -> (its directory under /usr, the handler): filled by register() from the files node_shims imports.
+HANDLERS: dict[str, tuple[str, ShimHandler]] = {}
+
+
+def register(command: str, directory: str, handler: ShimHandler) -> None:
+    """Place a shim over ``/usr/<directory>/<command>`` whose calls ``handler`` answers with the host in hand."""
+    HANDLERS[command] = (directory, handler)
+
+
 def install_shims(shims_usr: Path) -> Path:
     """Write the shim program, its links and the sudo shim into a directory layered over /usr."""
     program = shims_usr / SHIM_PROGRAM
     program.parent.mkdir(parents=True, exist_ok=True)
     program.write_text(SHIM_SOURCE)
     program.chmod(0o755)
-    for name, directory in SHIMS.items():
+    for name, directory in {**SHIMS, **{c: d for c, (d, _h) in HANDLERS.items()}}.items():
         link = shims_usr / directory / name
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.is_symlink():
