@@ -28,6 +28,9 @@ INSTALLER_ISO = "installer.iso"
 # Vendor-shaped installer ISOs (file name -> shape of tests/support/vendor_isos.py), built at start when the
 # boot loaders are there; endpoints.yml publishes each under ``installer_isos.<shape>`` with its sha256.
 VENDOR_ISOS = {"debian-12-netinst.iso": "debian12"}
+# The NVIDIA driver installers (lab.metal.driver's stand-in .run); endpoints.yml publishes
+# ``nvidia_driver.{url,sha256,version}``.
+NVIDIA_DIR = "nvidia"
 ISO9660_MAGIC_OFFSET = 0x8001  # the primary volume descriptor's "CD001" identifier
 SECTOR = 2048
 
@@ -64,6 +67,14 @@ def make_vendor_isos(root: Path) -> dict[str, str]:
     return built
 
 
+def make_nvidia_driver(root: Path) -> dict[str, str]:
+    """The stand-in NVIDIA ``.run`` installer (``lab.metal.driver``) under ``nvidia/``: its path, version, sha256."""
+    from lab.metal.driver import DRIVER_VERSION, build_installer, installer_name
+
+    path = root / NVIDIA_DIR / installer_name(DRIVER_VERSION)
+    return {"path": f"{NVIDIA_DIR}/{path.name}", "version": DRIVER_VERSION, "sha256": build_installer(path)}
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
@@ -77,6 +88,7 @@ class ArtifactServer:
         self.root = root or Path(self._tmp.name)  # type: ignore[union-attr]
         self.root.mkdir(parents=True, exist_ok=True)
         self.vendor_isos = make_vendor_isos(self.root)  # before installer.iso, which labctl waits for
+        self.nvidia_driver = make_nvidia_driver(self.root)  # likewise
         self.iso_sha256 = make_installer_iso(self.root / INSTALLER_ISO)
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self.server = ThreadingHTTPServer((host, port or free_port(host)), handler)

@@ -76,6 +76,22 @@ def _artifacts_endpoint(host: str, port: int, state_dir: Path) -> dict[str, Any]
         },
         # Vendor-shaped installer ISOs (lab.common.artifacts.VENDOR_ISOS), absent without `make bootloaders`.
         "installer_isos": vendor,
+        # The stand-in NVIDIA .run installer (lab.metal.driver), as the nvidia_driver role downloads it.
+        "nvidia_driver": _nvidia_driver(host, port, state_dir),
+    }
+
+
+def _nvidia_driver(host: str, port: int, state_dir: Path) -> dict[str, Any]:
+    from lab.common.artifacts import NVIDIA_DIR
+    from lab.metal.driver import DRIVER_VERSION, installer_name
+
+    path = state_dir / "artifacts" / NVIDIA_DIR / installer_name(DRIVER_VERSION)
+    if not path.is_file():
+        return {}
+    return {
+        "url": f"http://{host}:{port}/{NVIDIA_DIR}/{path.name}",
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "version": DRIVER_VERSION,
     }
 
 

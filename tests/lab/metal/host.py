@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import asyncssh
 
 from lab.metal import node_shims  # noqa: F401  (registers the node software's shims)
+from lab.metal.driver import modules_at_boot
 from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
 from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media
 from lab.metal.sandbox import Disk, Sandbox, SandboxLayout, SandboxUnavailable, Tools
@@ -404,6 +405,7 @@ class MetalHost:
         sandbox = Sandbox(layout, self.shared.tools, hostname=hostname, boot_id=self.boot_id)
         sandbox.start()
         self._sandbox = sandbox
+        self.modules |= modules_at_boot(self)  # nouveau for the GPUs unless blacklisted, or an installed nvidia
         self.shared.sshd.start_host(self, self.identity.address, self.identity.port, self.host_key_blobs())
 
     def _halt_os(self) -> None:
