@@ -45,7 +45,7 @@ from lab.metal import node_shims  # noqa: F401  (registers the node software's s
 from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
 from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media
 from lab.metal.sandbox import Disk, Sandbox, SandboxLayout, SandboxUnavailable, Tools
-from lab.metal.shims import HANDLERS, Effect, ShimCall, ShimServer, interpret
+from lab.metal.shims import HANDLERS, Effect, ShimCall, ShimServer, interpret, notify_host
 from lab.metal.sshd import SshService
 from lab.redfish.bmc import GPU_MODEL
 
@@ -170,6 +170,7 @@ class MetalHost:
         self._stopping.set()
         self._thread.join(timeout=10)
         self._halt_os()
+        notify_host(self, "stop")
         if getattr(self.bmc, "host", None) is self:
             self.bmc.host = None
 
@@ -404,6 +405,7 @@ class MetalHost:
         sandbox = Sandbox(layout, self.shared.tools, hostname=hostname, boot_id=self.boot_id)
         sandbox.start()
         self._sandbox = sandbox
+        notify_host(self, "boot")
         self.shared.sshd.start_host(self, self.identity.address, self.identity.port, self.host_key_blobs())
 
     def _halt_os(self) -> None:
@@ -414,6 +416,7 @@ class MetalHost:
         if self._sandbox is not None:
             self._sandbox.stop()
             self._sandbox = None
+            notify_host(self, "halt")
         self.modules.clear()
 
     # ------------------------------------------------------------------------------ shims

@@ -5,3 +5,5 @@ at import; the host imports this one file, so adding a family is one line here.
 """
 
 from __future__ import annotations
+
+from lab.metal import kubeadm  # noqa: F401
