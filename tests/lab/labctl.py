@@ -51,6 +51,7 @@ except ModuleNotFoundError as exc:  # run as a file without tests/ on the path: 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / "inventories" / "lab" / ".state"
 LONGHORN_STANDIN_CHART = REPO_ROOT / "tests" / "lab" / "charts" / "longhorn-standin"
+CILIUM_STANDIN_CHART = REPO_ROOT / "tests" / "lab" / "charts" / "cilium-standin"
 LAB_HELM = REPO_ROOT / ".build" / "bin" / "helm"
 PROCESSES_FILE = "processes.json"
 ENDPOINTS_FILE = "endpoints.yml"
@@ -207,9 +208,10 @@ class Lab:
             "lab": {
                 "state_dir": str(self.state_dir),
                 "delay_scale": delay_scale,
-                # What the lab inventory needs from this checkout: the Longhorn stand-in chart (the
-                # real chart cannot be downloaded here) and helm from `make venv` if it is there.
+                # What the lab inventory needs from this checkout: the Longhorn and Cilium stand-in charts
+                # (the real charts cannot be downloaded here) and helm from `make venv` if it is there.
                 "longhorn_chart_path": str(LONGHORN_STANDIN_CHART),
+                "cilium_chart_path": str(CILIUM_STANDIN_CHART),
                 "helm": str(LAB_HELM) if LAB_HELM.is_file() else "",
             },
             "emulators": {

@@ -9,10 +9,12 @@ Deployments and ReplicaSets have their own module (``kube_apps``): helm waits on
 
 from __future__ import annotations
 
+import base64
 import copy
 import heapq
 import itertools
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,13 @@ CONTROLLER = "lab-controller"
 # Workloads whose status this module simulates directly (Deployment/ReplicaSet: kube_apps).
 WORKLOADS = ("DaemonSet", "StatefulSet")
 ROLLOUT_KINDS = ("Deployment", "ReplicaSet")
+# The legacy ServiceAccount token Secret the token controller fills in (kubernetes/kubernetes
+# pkg/controller/serviceaccount/tokens_controller.go; "Manually create a long-lived API token for a
+# ServiceAccount", kubernetes.io/docs/tasks/configure-pod-container/configure-service-account/).
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
+TOKEN_CONTROLLER = "kube-controller-manager"
 
 
 class Scheduler:
@@ -163,6 +172,10 @@ class Controllers:
             self.scheduler.schedule(0, lambda: self.crd(meta["name"]))
         if kind == "Node":
             self.scheduler.schedule(0, self.reconcile_daemonsets)
+        if kind == "Secret" and event != "DELETED" and obj.get("type") == SA_TOKEN_TYPE:
+            self.scheduler.schedule(0, lambda: self.service_account_token(meta["namespace"], meta["name"]))
+        if kind == "ServiceAccount" and event == "DELETED":
+            self.scheduler.schedule(0, lambda: self.revoke_service_account_tokens(meta["namespace"], meta["uid"]))
         if self.workloads and kind in ROLLOUT_KINDS and rtype.group == "apps":
             self.apps.on_write(rtype, event, obj)
         if self.workloads and kind in WORKLOADS and event != "DELETED" and not meta.get("deletionTimestamp"):
@@ -227,6 +240,61 @@ class Controllers:
                 return
             self.api.store.remove(self.api.key(ns_type, None, namespace))
         del only_if_terminating
+
+    # --- service account tokens -----------------------------------------------------------------
+
+    def service_account_token(self, namespace: str, name: str) -> None:
+        """The token controller: fill ``data.token``, ``data["ca.crt"]`` and ``data.namespace`` of a
+        ``kubernetes.io/service-account-token`` Secret and stamp the ServiceAccount's uid on it; a Secret naming
+        a ServiceAccount that does not exist (or another one of that name) is deleted, as the real controller does.
+        The token is an opaque random string here (the real one is a JWT signed with the service account key):
+        ``KubeEmulator.authenticates`` accepts it while the Secret and its ServiceAccount exist."""
+        secret_type = self.rtype("", "v1", "secrets")
+        sa_type = self.rtype("", "v1", "serviceaccounts")
+        with self.api.store.lock:
+            secret = self.api.store.get(self.api.key(secret_type, namespace, name))
+            if secret is None or secret["metadata"].get("deletionTimestamp") or secret.get("type") != SA_TOKEN_TYPE:
+                return
+            annotations = secret["metadata"].get("annotations") or {}
+            account = self.api.store.get(self.api.key(sa_type, namespace, annotations.get(SA_NAME_ANNOTATION, "")))
+            uid = annotations.get(SA_UID_ANNOTATION)
+            if account is None or (uid and uid != account["metadata"]["uid"]):
+                self.delete_obj(secret_type, secret)
+                return
+            data = secret.get("data") or {}
+            if data.get("token") and uid:
+                return
+            new = copy.deepcopy(secret)
+            new["metadata"].setdefault("annotations", {})[SA_UID_ANNOTATION] = account["metadata"]["uid"]
+            new["data"] = {
+                **data,
+                "token": data.get("token") or base64.b64encode(secrets.token_urlsafe(32).encode()).decode(),
+                "ca.crt": base64.b64encode(self.api.ca_bundle.encode()).decode(),
+                "namespace": base64.b64encode(namespace.encode()).decode(),
+            }
+            self.api._commit_update(Target(secret_type, namespace, name, None), secret, new, {}, TOKEN_CONTROLLER)
+
+    def revoke_service_account_tokens(self, namespace: str, account_uid: str) -> None:
+        """A deleted ServiceAccount's token Secrets are deleted with it (the token controller)."""
+        secret_type = self.rtype("", "v1", "secrets")
+        for _key, secret in self.api.store.items("", "secrets", namespace):
+            if (secret["metadata"].get("annotations") or {}).get(SA_UID_ANNOTATION) == account_uid:
+                self.delete_obj(secret_type, secret)
+
+    def service_account_for(self, token: str) -> Obj | None:
+        """The ServiceAccount whose token Secret carries ``token`` (None: no such live token)."""
+        sa_type = self.rtype("", "v1", "serviceaccounts")
+        encoded = base64.b64encode(token.encode()).decode()
+        for _key, secret in self.api.store.items("", "secrets", None):
+            if secret.get("type") != SA_TOKEN_TYPE or (secret.get("data") or {}).get("token") != encoded:
+                continue
+            annotations = secret["metadata"].get("annotations") or {}
+            account = self.api.store.get(
+                self.api.key(sa_type, secret["metadata"]["namespace"], annotations.get(SA_NAME_ANNOTATION, ""))
+            )
+            if account is not None and account["metadata"]["uid"] == annotations.get(SA_UID_ANNOTATION):
+                return account
+        return None
 
     # --- garbage collection ---------------------------------------------------------------------
 

@@ -53,11 +53,11 @@ class RequestRecord(NamedTuple):
     status: int
 
 
-def _make_tls(directory: Path, name: str) -> tuple[Path, Path, Path]:
-    """A self-signed CA and a server certificate for 127.0.0.1/localhost, written to ``directory``."""
-    tls = issue_server_certificate(
-        f"{name}-lab-kube-ca", ["kube-apiserver", "localhost", "kubernetes", "kubernetes.default", LOOPBACK]
-    )
+def _make_tls(directory: Path, name: str, address: str = LOOPBACK) -> tuple[Path, Path, Path]:
+    """A self-signed CA and a server certificate for 127.0.0.1/localhost (and ``address``, the address the API
+    listens on, as kubeadm puts the advertise address in the apiserver certificate), written to ``directory``."""
+    names = ["kube-apiserver", "localhost", "kubernetes", "kubernetes.default", LOOPBACK]
+    tls = issue_server_certificate(f"{name}-lab-kube-ca", names if address in names else [*names, address])
     ca_path, cert_path, key_path = (
         directory / f"kube-{name}-{part}" for part in ("ca.crt", "apiserver.crt", "apiserver.key")
     )
@@ -94,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(emulator._control(request))
             return
         response = emulator._fault()
-        if response is None and self.headers.get("Authorization", "") != f"Bearer {emulator.token}":
+        if response is None and not emulator.authenticates(self.headers.get("Authorization", "")):
             response = Response(401, ApiError(401, "Unauthorized", "Unauthorized").status())
         if response is None:
             response = emulator.server_api.handle(request)
@@ -204,7 +204,7 @@ class KubeEmulator:
 
     def start(self) -> KubeEmulator:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.ca_path, cert, key = _make_tls(self.state_dir, self.name)
+        self.ca_path, cert, key = _make_tls(self.state_dir, self.name, self.host)
         self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._ssl.load_cert_chain(cert, key)
         self._ssl.set_alpn_protocols(["http/1.1"])
@@ -257,6 +257,26 @@ class KubeEmulator:
         tmp.write_text(yaml.safe_dump(config, sort_keys=False))
         tmp.chmod(0o600)
         tmp.replace(self.kubeconfig_path)
+
+    def suspend(self) -> None:
+        """Stop answering (connections refused) but keep every object: the host running this API went down."""
+        self._close_listener()
+
+    def resume(self) -> None:
+        """Answer again on the same address, port and CA after ``suspend`` (the host came back up)."""
+        if self._server is None:
+            self._listen()
+
+    def authenticates(self, authorization: str) -> bool:
+        """Whether an ``Authorization`` header carries a token this API accepts: the emulator's own, or the
+        token of a ``kubernetes.io/service-account-token`` Secret whose ServiceAccount exists (what the token
+        controller filled in, ``lab.kube.controllers.Controllers.service_account_token``)."""
+        scheme, _sep, token = authorization.partition(" ")
+        if scheme != "Bearer" or not token:
+            return False
+        if token == self.token:
+            return True
+        return self.controllers.service_account_for(token) is not None
 
     def stop(self) -> None:
         if self._reopen is not None:

@@ -46,7 +46,7 @@ from lab.metal.driver import modules_at_boot
 from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
 from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media
 from lab.metal.sandbox import Disk, Sandbox, SandboxLayout, SandboxUnavailable, Tools
-from lab.metal.shims import HANDLERS, Effect, ShimCall, ShimServer, interpret
+from lab.metal.shims import HANDLERS, Effect, ShimCall, ShimServer, interpret, notify_host
 from lab.metal.sshd import SshService
 from lab.redfish.bmc import GPU_MODEL
 
@@ -171,6 +171,7 @@ class MetalHost:
         self._stopping.set()
         self._thread.join(timeout=10)
         self._halt_os()
+        notify_host(self, "stop")
         if getattr(self.bmc, "host", None) is self:
             self.bmc.host = None
 
@@ -406,6 +407,7 @@ class MetalHost:
         sandbox.start()
         self._sandbox = sandbox
         self.modules |= modules_at_boot(self)  # nouveau for the GPUs unless blacklisted, or an installed nvidia
+        notify_host(self, "boot")
         self.shared.sshd.start_host(self, self.identity.address, self.identity.port, self.host_key_blobs())
 
     def _halt_os(self) -> None:
@@ -416,6 +418,7 @@ class MetalHost:
         if self._sandbox is not None:
             self._sandbox.stop()
             self._sandbox = None
+            notify_host(self, "halt")
         self.modules.clear()
 
     # ------------------------------------------------------------------------------ shims

@@ -6,5 +6,8 @@ at import; the host imports this one file, so adding a family is one line here.
 
 from __future__ import annotations
 
-from lab.metal import driver  # noqa: F401
-from lab.metal import packages  # noqa: F401
+from lab.metal import (
+    driver,  # noqa: F401
+    kubeadm,  # noqa: F401
+    packages,  # noqa: F401
+)

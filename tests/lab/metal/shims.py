@@ -108,6 +108,22 @@ def register(command: str, directory: str, handler: ShimHandler) -> None:
     HANDLERS[command] = (directory, handler)
 
 
+# Called with (host, event) when a host's OS goes down ("halt": power off, reboot, halt), comes up ("boot") or the
+# lab stops ("stop"): state a shim family keeps outside the host (the API server kubeadm started) follows its host.
+HostHook = Callable[[ShimHost, str], None]
+HOST_HOOKS: list[HostHook] = []
+
+
+def on_host_event(hook: HostHook) -> None:
+    """Call ``hook(host, event)`` on every host's ``halt``, ``boot`` and ``stop``."""
+    HOST_HOOKS.append(hook)
+
+
+def notify_host(host: ShimHost, event: str) -> None:
+    for hook in HOST_HOOKS:
+        hook(host, event)
+
+
 def install_shims(shims_usr: Path) -> Path:
     """Write the shim program, its links and the sudo shim into a directory layered over /usr."""
     program = shims_usr / SHIM_PROGRAM
