@@ -18,7 +18,7 @@ from ansible.module_utils.testing import patch_module_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils" / "_metal"))
 from metal_fakes import FakeBmc, FakeBmcs, MemoryLeaseStore, v100_inventory
-from metal_support import AUTHORIZED_KEY, ROOT_HASH
+from metal_support import AUTHORIZED_KEY, NODE_SOFTWARE, ROOT_HASH
 
 from ansible_collections.metalplane.inference.plugins.module_utils._metal import preflight
 from ansible_collections.metalplane.inference.plugins.modules import metal_preflight
@@ -45,6 +45,7 @@ def _args(**cluster: Any) -> dict[str, Any]:
                 "installer_iso_sha256": f"sha256:{SHA}",
                 "ssh_authorized_key": AUTHORIZED_KEY,
                 "root_password_hash": ROOT_HASH,
+                **NODE_SOFTWARE,
                 **cluster,
             }
         ],
