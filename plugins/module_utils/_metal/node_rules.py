@@ -295,7 +295,10 @@ def bmc_matrix_problems(
     decision = compat.decide(target, _rules())
     node.decision = decision
     for problem in decision.problems:
-        if problem.field.startswith(host_where):
+        if problem.field == "gpus":  # the GPUs are the BMC's here
+            text = f"{problem.msg}; fix: {problem.fix} (driver matrix rule {problem.rule})"
+            problems.append(Problem(f"{host_where}.gpus", text))
+        elif problem.field.startswith(host_where):
             problems.append(
                 Problem(problem.field, f"{problem.msg}; fix: {problem.fix} (driver matrix rule {problem.rule})")
             )
@@ -481,22 +484,31 @@ def check_lb_across(clusters: Sequence[tuple[str, str, ipaddress.IPv4Interface |
     """LoadBalancer ranges of different clusters (name, where, node interface, node) on one LAN: no range may hold
     another cluster's node address or overlap another cluster's range (two nodes would answer ARP for it)."""
     problems: list[Problem] = []
-    for index, (name, _where, _iface, node) in enumerate(clusters):
-        for other_name, other_where, other_iface, other in clusters[:index]:
-            for at, start, end in node.lb_ranges:
-                if other_iface is not None and start <= other_iface.ip <= end:
-                    problems.append(
-                        Problem(
-                            at,
-                            f"contains {other_iface.ip}, the node address of cluster {other_name!r} "
-                            f"({other_where}.node_ip); give cluster {name!r} other addresses",
-                        )
-                    )
-                    continue
-                clash = next((o for o in other.lb_ranges if start <= o[2] and o[1] <= end), None)
+
+    def holds(owner: tuple[str, str, Any, NodeSoftware], other: tuple[str, str, Any, NodeSoftware]) -> None:
+        name, _where, _iface, node = owner
+        other_name, other_where, other_iface, _other = other
+        if other_iface is None:
+            return
+        problems.extend(
+            Problem(
+                at,
+                f"contains {other_iface.ip}, the node address of cluster {other_name!r} ({other_where}.node_ip); "
+                f"give cluster {name!r} other addresses",
+            )
+            for at, start, end in node.lb_ranges
+            if start <= other_iface.ip <= end
+        )
+
+    for index, later in enumerate(clusters):
+        for earlier in clusters[:index]:
+            holds(earlier, later)
+            holds(later, earlier)
+            for at, start, end in later[3].lb_ranges:
+                clash = next((o for o in earlier[3].lb_ranges if start <= o[2] and o[1] <= end), None)
                 if clash is not None:
                     problems.append(
-                        Problem(at, f"overlaps {clash[0]} of cluster {other_name!r}; give each cluster its own range")
+                        Problem(at, f"overlaps {clash[0]} of cluster {earlier[0]!r}; give each cluster its own range")
                     )
     return problems
 
