@@ -40,7 +40,8 @@ description:
     would need C(force)). The host a C(redfish) cluster holds or would get must have a C(root_disk). The host a
     cluster would newly claim is checked against the driver matrix with the GPUs and the BIOS its BMC reports:
     Secure Boot on is refused (module signing is out of scope), and so is MMIO above 4 GB off with a large-BAR GPU;
-    a setting the BMC does not expose is a warning."
+    a setting the BMC does not expose is a warning. With O(check_package_repositories), each Kubernetes version is
+    looked up in its minor's package repository."
   - "Finally the installer ISOs: each distinct URL is downloaded once into O(iso_cache_dir), the cache
     C(boot_iso) reads (C(<sha256>.iso)), and verified, so an unreachable URL or a checksum mismatch fails here
     and the later C(boot_iso) finds the ISO cached. An ISO already cached under its sha256 is not fetched again
@@ -178,6 +179,11 @@ options:
             cluster's node address or range.
         type: list
         elements: str
+      kubeadm_node_package_repository:
+        description:
+          - Base URL of the Kubernetes package repositories (a mirror of C(https://pkgs.k8s.io), the default), with
+            its C(core:/stable:/v<minor>/deb/) or C(rpm/) layout; read when O(check_package_repositories=true).
+        type: str
   pools:
     description:
       - The host pools, one entry per group C(pool_<name>) a cluster may name, with the BMC hosts of the group.
@@ -268,6 +274,15 @@ options:
     type: list
     elements: str
     default: []
+  check_package_repositories:
+    description:
+      - Read the package index of each Kubernetes minor the clusters ask for (C(deb/Packages), or C(rpm/repodata)
+        and its primary index; GETs only, once per repository and minor) and refuse a version it does not offer,
+        or a minor without a repository, naming the versions found.
+      - A repository that cannot be reached is a warning, not a failure. V(false) skips the check (the node's
+        package manager then refuses an unavailable version, before kubeadm runs).
+    type: bool
+    default: true
 seealso:
   - module: metalplane.inference.host_claim
   - module: metalplane.inference.boot_iso
@@ -457,6 +472,7 @@ def argument_spec() -> dict[str, Any]:
                 "kubeadm_node_api_port": {"type": "raw"},
                 "kubeadm_node_labels": {"type": "dict"},
                 "kubeadm_node_lb_pool": {"type": "list", "elements": "str"},
+                "kubeadm_node_package_repository": {"type": "str"},
             },
         },
         "pools": {
@@ -476,6 +492,7 @@ def argument_spec() -> dict[str, Any]:
         "iso_ca_cert": {"type": "path"},
         "reserved_networks": {"type": "list", "elements": "str", "default": []},
         "other_networks": {"type": "list", "elements": "str", "default": []},
+        "check_package_repositories": {"type": "bool", "default": True},
     }
 
 

@@ -105,6 +105,8 @@ class NodeSoftware:
     service_cidr: Network | None = None
     lb_ranges: list[tuple[str, ipaddress.IPv4Address, ipaddress.IPv4Address]] = field(default_factory=list)
     decision: compat.Decision | None = None
+    package_family: str = "el"  # the OS family whose package index says which Kubernetes versions exist
+    package_repository: str = ""  # kubeadm_node_package_repository, or empty for pkgs.k8s.io
 
     def summary(self) -> dict[str, Any]:
         decision = self.decision
@@ -595,7 +597,10 @@ def check_node_software(
     interface: ipaddress.IPv4Interface | None,
 ) -> NodeSoftware:
     """Every node-software rule of one present cluster entry; the valid parts for the later stages."""
-    node = NodeSoftware()
+    node = NodeSoftware(
+        package_family=_text(entry.get("os_family")) or "el",
+        package_repository=_text(entry.get("kubeadm_node_package_repository")),
+    )
     check_driver(problems, where, entry, node)
     check_gpus(problems, where, entry.get("requirements") or {}, node)
     check_os_version(problems, where, entry, node)

@@ -41,7 +41,7 @@ from typing import Any, Union
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError, MetalplaneError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError, Problem
 
-from . import boot_iso, host_settings, node_rules
+from . import boot_iso, host_settings, kube_release, node_rules
 from . import claims as c
 from .pool import _HOST_NAME, Host, Requirements, normalise_mac, parse_requirements
 
@@ -691,6 +691,21 @@ def check_bmc_matrix(plans: Sequence[ClusterPlan], pools: Mapping[str, Pool]) ->
     return problems, warnings
 
 
+def check_kubernetes_releases(checked: Checked, fetch: kube_release.Fetch) -> tuple[list[Problem], list[str]]:
+    """Each present cluster's Kubernetes version against the package repository of its minor (read-only)."""
+    wanted = [
+        kube_release.Wanted(
+            cluster.where,
+            cluster.node.kubernetes,
+            cluster.node.package_family,
+            cluster.node.package_repository or kube_release.DEFAULT_REPOSITORY,
+        )
+        for cluster in checked.clusters
+        if cluster.present and cluster.node.kubernetes is not None
+    ]
+    return kube_release.check_available(wanted, fetch)
+
+
 # --------------------------------------------------------------------------------------------- stage 3: ISOs
 def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
     """Each distinct (URL, sha256) once: downloaded and verified (or, in check mode, reached) by ``check``."""
@@ -808,6 +823,7 @@ def run_metal_preflight(
     store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
     bmc_opener: Callable[[Host], Any] | None = None,
     iso_check: IsoCheck | None = None,
+    release_fetch: kube_release.Fetch | None = None,
 ) -> dict[str, Any]:
     """``metal_preflight``: shape, then claims and BMCs, then ISOs; fail once listing every problem."""
     from .claim_run import open_redfish, require_sushy
@@ -831,6 +847,9 @@ def run_metal_preflight(
         plans, problems = plan_claims(checked, leases, probe, namespace)
     if not problems:
         problems, warnings = check_bmc_matrix(plans, checked.pools)
+    if not problems and params.get("check_package_repositories") is True:  # the module defaults it to true
+        problems, more = check_kubernetes_releases(checked, release_fetch or kube_release.http_fetch(timeout))
+        warnings.extend(more)
     if iso_check is None:
         iso_check = iso_checker(
             Path(params.get("iso_cache_dir") or boot_iso.DEFAULT_CACHE_DIR).expanduser(),

@@ -189,6 +189,8 @@ def _task(name: str, inventory: str, *, check: bool = False) -> dict[str, Any]:
         "iso_cache_dir": "{{ cache_dir }}",
         "reserved_networks": ["10.8.0.0/16"],
         "other_networks": ["10.40.0.0/20"],
+        # No Kubernetes package repository here (the lookup is unit-tested with a fake index).
+        "check_package_repositories": False,
         "clusters": f"{{{{ inventories[{inventory!r}].clusters }}}}",
         "pools": f"{{{{ inventories[{inventory!r}].pools }}}}",
     }

@@ -380,7 +380,12 @@ def _bios(secure_boot: bool | None = False, mmio: bool | None = True) -> BiosRea
     return BiosReading(secure_boot=secure_boot, boot_mode="UEFI", mmio_above_4gb=mmio, where=dict(DELL_WHERE))
 
 
-def _run(bmc_gpus: list[str] | None = None, bios: BiosReading | None = None, **change: Any) -> dict[str, Any]:
+def _run(
+    bmc_gpus: list[str] | None = None,
+    bios: BiosReading | None = None,
+    release_fetch: Any = None,
+    **change: Any,
+) -> dict[str, Any]:
     inventory = v100_inventory(MACS["r1"])
     if bmc_gpus is not None:
         inventory.gpus = bmc_gpus
@@ -396,6 +401,7 @@ def _run(bmc_gpus: list[str] | None = None, bios: BiosReading | None = None, **c
             "pools": _pools(),
             "reserved_networks": [],
             "other_networks": [],
+            "check_package_repositories": release_fetch is not None,
         },
         check_mode=True,
     )
@@ -405,6 +411,7 @@ def _run(bmc_gpus: list[str] | None = None, bios: BiosReading | None = None, **c
         store_factory=lambda _p: store,
         bmc_opener=bmcs,
         iso_check=lambda _u, _s: {"status": "cached", "verified": True, "path": "/c.iso"},
+        release_fetch=release_fetch,
     )
     assert store.writes() == []
     assert all(b.writes == [] for b in bmcs.bmcs.values())
@@ -477,3 +484,42 @@ def test_every_refusal_of_the_matrix_is_reached_or_documented_as_needing_the_nod
     refusing = {rule.id for rule in compat.RULES} - {"module-auto", "gsp-firmware", "os-known-good"}
     assert reached | set(NEEDS_THE_NODE) == refusing
     assert set(node_rules.NOT_APPLICABLE_RULES) <= set(NEEDS_THE_NODE)
+
+
+def _el_repository(url: str) -> bytes | None:
+    """pkgs.k8s.io's v1.34 rpm repository with kubeadm 1.34.1 and 1.34.2 (404 for any other minor)."""
+    base = "https://pkgs.k8s.io/core:/stable:/v1.34/rpm/"
+    primary = (
+        '<metadata xmlns="http://linux.duke.edu/metadata/common">'
+        + "".join(
+            f'<package type="rpm"><name>kubeadm</name><version epoch="0" ver="{v}" rel="1.1"/></package>'
+            for v in ("1.34.1", "1.34.2")
+        )
+        + "</metadata>"
+    )
+    served = {
+        base + "repodata/repomd.xml": b'<repomd xmlns="http://linux.duke.edu/metadata/repo">'
+        b'<data type="primary"><location href="repodata/p.xml"/></data></repomd>',
+        base + "repodata/p.xml": primary.encode(),
+    }
+    return served.get(url)
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"),
+    [
+        ("v1.34.9", "kubeadm versions there: 1.34.1, 1.34.2); use one of them"),
+        ("v1.36.0", "there is no package repository for v1.36"),
+    ],
+)
+def test_a_kubernetes_version_its_repository_does_not_offer_is_not_available(version: str, fix: str) -> None:
+    with pytest.raises(PreflightError) as caught:
+        _run(bios=_bios(), release_fetch=_el_repository, kubeadm_node_kubernetes_version=version)
+    problems = caught.value.problems
+    assert [p.field for p in problems] == ["clusters[0].kubeadm_node_kubernetes_version"]
+    assert fix in problems[0].msg
+    assert f"{version} is not available" in problems[0].msg
+
+
+def test_an_offered_kubernetes_version_passes() -> None:
+    assert _run(bios=_bios(), release_fetch=_el_repository)["warnings"] == []
