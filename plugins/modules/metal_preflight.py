@@ -14,20 +14,34 @@ description:
     C(pools.lab.hosts[1].boot_mac)), the value (never a secret) and the fix. Run it once (C(run_once)) before
     any cluster is converged. It claims nothing, changes no BMC and builds no ISO.
   - "Without any request: cluster names (DNS labels, unique), states, pools (known, not empty), provisioners,
-    requirements, the node's C(node_ip) (an IPv4 host address of its prefix, unique across the inventory),
+    requirements (a C(gpu_model) the driver matrix knows), the node's C(node_ip) (an IPv4 host address of its
+    prefix, unique across the inventory),
     C(gateway) (on that subnet, not the node itself), C(dns), C(networks) (CIDRs that overlap neither each
     other, the node subnet, O(reserved_networks), O(other_networks), nor another cluster's networks or node
     subnet), C(os_family), the installer ISO's URL scheme and sha256 syntax, C(ssh_authorized_key) (one OpenSSH
-    public key), C(root_password_hash) (a crypt(3) hash; never echoed), C(protected) clusters not torn down;
+    public key) and its C(ssh_private_key_file) (a file on the controller), C(root_password_hash) (a crypt(3)
+    hash; never echoed), C(protected) clusters not torn down;
     and for every pool host its name, C(bmc_url), credentials present, C(boot_mac), C(root_disk) (a WWN or
     serial), with no host name, BMC or boot MAC listed twice, in one pool or in two."
+  - "Without any request, the node software of each present cluster: the NVIDIA driver installer's URL and sha256
+    (required), its version (given or read from the URL), the kernel module type, and the compatibility matrix of
+    M(metalplane.inference.gpu_driver_check) for the requirements' GPU model (for example a V100 with the open
+    module or a branch above 580 is refused); the Kubernetes version (v<major>.<minor>.<patch>, at least v1.31 for
+    kubeadm's v1beta4 and v1.34 for C(resource.k8s.io/v1)); the pod and service CIDRs (not overlapping each
+    other, the node subnet, the reserved networks or another cluster's networks); the LoadBalancer range (inside
+    the node's subnet, without the node or its gateway, not overlapping another cluster's); the API port; the node
+    labels."
   - "Then, read-only, when the inventory itself is sound: the claim Leases of every pool a cluster names (one
     list call per pool on the Modelplane control plane) and, with O(check_bmcs=true), the Redfish inventory of
     the candidate hosts (GET requests only, HTTP Basic authentication: no session is created). A present cluster
     that holds no claim yet must have a free host that fits, found in the order C(host_claim) uses; clusters
     sharing a pool are planned in inventory order and never get the same host, so N new clusters on a pool need
     N free fitting hosts. A pinned C(host) that another cluster holds fails, for C(state=absent) too (a release
-    would need C(force)). The host a C(redfish) cluster holds or would get must have a C(root_disk)."
+    would need C(force)). The host a C(redfish) cluster holds or would get must have a C(root_disk). The host a
+    cluster would newly claim is checked against the driver matrix with the GPUs and the BIOS its BMC reports:
+    Secure Boot on is refused (module signing is out of scope), and so is MMIO above 4 GB off with a large-BAR GPU;
+    a setting the BMC does not expose is a warning. With O(check_package_repositories), each Kubernetes version is
+    looked up in its minor's package repository."
   - "Finally the installer ISOs: each distinct URL is downloaded once into O(iso_cache_dir), the cache
     C(boot_iso) reads (C(<sha256>.iso)), and verified, so an unreachable URL or a checksum mismatch fails here
     and the later C(boot_iso) finds the ISO cached. An ISO already cached under its sha256 is not fetched again
@@ -120,6 +134,56 @@ options:
         description: A protected cluster is never torn down; V(state=absent) fails until this is V(false).
         type: bool
         default: false
+      ssh_private_key_file:
+        description: The private half of O(clusters[].ssh_authorized_key) on the controller; it must be a file.
+        type: str
+      os_version:
+        description: The OS release the node is installed with (V(10), V(24.04), V(12)), for the driver matrix.
+        type: str
+      nvidia_driver_installer_url:
+        description:
+          - The NVIDIA C(.run) installer (C(https://), C(http://), C(file://) or an absolute path). Required for a
+            present cluster.
+        type: str
+      nvidia_driver_installer_sha256:
+        description: The installer's sha256 (V(sha256:<hex>) or the bare hex); required with the URL.
+        type: str
+      nvidia_driver_version:
+        description:
+          - The driver version (V(580.105.08)); default read from the URL's C(NVIDIA-Linux-x86_64-<version>.run).
+        type: str
+      nvidia_driver_kernel_module_type:
+        description: V(auto) (default; the matrix resolves it), V(proprietary) or V(open).
+        type: str
+      kubeadm_node_kubernetes_version:
+        description:
+          - The Kubernetes release, V(v1.34.2); at least v1.31 (kubeadm's v1beta4 configuration) and v1.34 (Modelplane
+            needs C(resource.k8s.io/v1)). Required for a present cluster.
+        type: str
+      kubeadm_node_pod_cidr:
+        description: The pod CIDR (default V(10.244.0.0/16)), compared for overlaps like O(clusters[].networks).
+        type: str
+      kubeadm_node_service_cidr:
+        description: The service CIDR (default V(10.96.0.0/12)), compared for overlaps like O(clusters[].networks).
+        type: str
+      kubeadm_node_api_port:
+        description: The Kubernetes API's port on the node, 1 to 65535 (default 6443).
+        type: raw
+      kubeadm_node_labels:
+        description: Extra node labels, valid Kubernetes label keys and values; C(modelplane.ai/pool) is the role's.
+        type: dict
+      kubeadm_node_lb_pool:
+        description:
+          - The LoadBalancer addresses, ranges V(192.168.120.200-192.168.120.210), CIDRs or single addresses, all inside
+            the node's subnet, without the node, its gateway, the subnet's network and broadcast addresses, another
+            cluster's node address or range.
+        type: list
+        elements: str
+      kubeadm_node_package_repository:
+        description:
+          - Base URL of the Kubernetes package repositories (a mirror of C(https://pkgs.k8s.io), the default), with
+            its C(core:/stable:/v<minor>/deb/) or C(rpm/) layout; read when O(check_package_repositories=true).
+        type: str
   pools:
     description:
       - The host pools, one entry per group C(pool_<name>) a cluster may name, with the BMC hosts of the group.
@@ -210,6 +274,15 @@ options:
     type: list
     elements: str
     default: []
+  check_package_repositories:
+    description:
+      - Read the package index of each Kubernetes minor the clusters ask for (C(deb/Packages), or C(rpm/repodata)
+        and its primary index; GETs only, once per repository and minor) and refuse a version it does not offer,
+        or a minor without a repository, naming the versions found.
+      - A repository that cannot be reached is a warning, not a failure. V(false) skips the check (the node's
+        package manager then refuses an unavailable version, before kubeadm runs).
+    type: bool
+    default: true
 seealso:
   - module: metalplane.inference.host_claim
   - module: metalplane.inference.boot_iso
@@ -235,6 +308,15 @@ EXAMPLES = r"""
         installer_iso_sha256: "{{ centos10_dvd_sha256 }}"
         ssh_authorized_key: "{{ lookup('file', '~/.ssh/id_ed25519.pub') }}"
         root_password_hash: "{{ vault_root_password_hash }}"
+        ssh_private_key_file: ~/.ssh/id_ed25519
+        os_version: "10"
+        nvidia_driver_installer_url: https://us.download.nvidia.com/tesla/580.105.08/NVIDIA-Linux-x86_64-580.105.08.run
+        nvidia_driver_installer_sha256: "{{ nvidia_580_105_08_sha256 }}"
+        nvidia_driver_kernel_module_type: proprietary
+        kubeadm_node_kubernetes_version: v1.34.2
+        kubeadm_node_pod_cidr: 10.244.0.0/16
+        kubeadm_node_service_cidr: 10.96.0.0/12
+        kubeadm_node_lb_pool: [192.168.120.200-192.168.120.210]
     pools:
       - name: lab
         hosts:
@@ -305,6 +387,12 @@ clusters:
         - The installer ISO (url, sha256, path, verified, status V(downloaded), V(cached), V(local) or, in check
           mode, V(reachable)); null when the cluster names none.
       type: dict
+    node:
+      description:
+        - For a present cluster, the node software as checked (null when absent) - C(driver_version),
+          C(kernel_module_type) (the matrix's decision, V(auto) resolved), C(gsp_firmware), C(kubernetes_version),
+          C(pod_cidr), C(service_cidr) and C(matrix) (the driver matrix rows that applied, each with its source).
+      type: dict
   sample:
     - name: lab-r730
       state: present
@@ -372,6 +460,19 @@ def argument_spec() -> dict[str, Any]:
                 "ssh_authorized_key": {"type": "str", "no_log": False},
                 "root_password_hash": {"type": "str", "no_log": True},
                 "protected": {"type": "bool", "default": False},
+                "ssh_private_key_file": {"type": "str", "no_log": False},
+                "os_version": {"type": "str"},
+                "nvidia_driver_installer_url": {"type": "str"},
+                "nvidia_driver_installer_sha256": {"type": "str"},
+                "nvidia_driver_version": {"type": "str"},
+                "nvidia_driver_kernel_module_type": {"type": "str"},
+                "kubeadm_node_kubernetes_version": {"type": "str"},
+                "kubeadm_node_pod_cidr": {"type": "str"},
+                "kubeadm_node_service_cidr": {"type": "str"},
+                "kubeadm_node_api_port": {"type": "raw"},
+                "kubeadm_node_labels": {"type": "dict"},
+                "kubeadm_node_lb_pool": {"type": "list", "elements": "str"},
+                "kubeadm_node_package_repository": {"type": "str"},
             },
         },
         "pools": {
@@ -391,6 +492,7 @@ def argument_spec() -> dict[str, Any]:
         "iso_ca_cert": {"type": "path"},
         "reserved_networks": {"type": "list", "elements": "str", "default": []},
         "other_networks": {"type": "list", "elements": "str", "default": []},
+        "check_package_repositories": {"type": "bool", "default": True},
     }
 
 

@@ -98,6 +98,14 @@ class RedfishBmc:
 
         return read_inventory(self.client, requirements)
 
+    def bios(self) -> Any:
+        """The BIOS settings the driver preflight reads (``_redfish.bios.BiosReading``; GETs only)."""
+        from ansible_collections.metalplane.inference.plugins.module_utils._redfish.bios import read_bios
+        from ansible_collections.metalplane.inference.plugins.module_utils._redfish.detect import detect_quirks
+        from ansible_collections.metalplane.inference.plugins.module_utils._redfish.quirks import for_name
+
+        return read_bios(self.client, for_name(detect_quirks(self.client)).bios_settings)
+
     def asset_tag(self) -> str | None:
         return self.client.system.json.get("AssetTag")
 

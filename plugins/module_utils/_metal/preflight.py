@@ -41,7 +41,7 @@ from typing import Any, Union
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError, MetalplaneError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError, Problem
 
-from . import boot_iso, host_settings
+from . import boot_iso, host_settings, kube_release, node_rules
 from . import claims as c
 from .pool import _HOST_NAME, Host, Requirements, normalise_mac, parse_requirements
 
@@ -104,6 +104,7 @@ class Cluster:
     iso_url: str | None = None
     iso_sha256: str | None = None
     protected: bool = False
+    node: node_rules.NodeSoftware = field(default_factory=node_rules.NodeSoftware)
 
     @property
     def where(self) -> str:
@@ -387,6 +388,7 @@ def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any]
     if cluster.present:
         cluster.interface = _check_network(problems, where, entry)
         _check_install(problems, where, entry, cluster)
+        cluster.node = node_rules.check_node_software(problems, where, entry, cluster.interface)
     return cluster
 
 
@@ -468,9 +470,17 @@ def check_inventory(
                     )
                 )
         nets = _networks(problems, f"{cluster.where}.networks", entry.get("networks"))
+        # The pod and service CIDRs are the cluster's networks too: compared like cluster_networks entries
+        # unless one of those already holds them.
+        nets += node_rules.cluster_extra_networks(cluster.where, cluster.node, nets)
         cluster.networks = [net for _at, net in nets]
         with_networks.append((cluster, nets))
     _check_overlaps(problems, with_networks, reserved, others)
+    problems.extend(
+        node_rules.check_lb_across(
+            [(cl.name, cl.where, cl.interface, cl.node) for cl in checked.clusters if cl.present]
+        )
+    )
     return checked, problems
 
 
@@ -487,6 +497,8 @@ class ClusterPlan:
     releases: list[str] = field(default_factory=list)  # hosts a state=absent run releases
     skipped: list[dict[str, Any]] = field(default_factory=list)
     iso: dict[str, Any] | None = None
+    # What the BMC of a newly planned host reported when it was probed: its GPU models and BIOS reading.
+    observed: dict[str, Any] | None = None
 
     def summary(self, pools: Mapping[str, Pool]) -> dict[str, Any]:
         cluster = self.cluster
@@ -507,6 +519,7 @@ class ClusterPlan:
             "releases": list(self.releases),
             "skipped_hosts": list(self.skipped),
             "iso": self.iso,
+            "node": cluster.node.summary() if cluster.present else None,
         }
 
 
@@ -545,6 +558,7 @@ def _first_fit(
             reason = f"planned for cluster {other!r}, listed earlier in the inventory"
             plan.skipped.append({"name": host.name, "status": "planned", "reason": reason})
             continue
+        detail: Any = None
         if probe is not None:
             status, detail = probe(host, plan.cluster.requirements)
             if status != "ok":
@@ -552,6 +566,7 @@ def _first_fit(
                 plan.skipped.append({"name": host.name, "status": status, "reason": reason})
                 continue
         plan.claim, plan.host = "new", host
+        plan.observed = detail if probe is not None and isinstance(detail, dict) else None
         planned[(pool.name, host.name)] = plan.cluster.name
         return
 
@@ -648,6 +663,49 @@ def _root_disk_problems(plan: ClusterPlan, pool: Pool) -> list[Problem]:
     ]
 
 
+# --------------------------------------------------------------------------------------------- stage 2b: matrix
+def check_bmc_matrix(plans: Sequence[ClusterPlan], pools: Mapping[str, Pool]) -> tuple[list[Problem], list[str]]:
+    """The driver matrix with the GPUs and BIOS (Secure Boot, MMIO above 4 GB) of each host a cluster would claim.
+
+    Only new claims: they are what the run is about to write. A held host was checked before it was claimed, and
+    the nvidia_driver role reads Secure Boot again on the node before it installs anything.
+    """
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    for plan in plans:
+        if plan.claim != "new" or plan.host is None or plan.observed is None:
+            continue
+        pool = pools[plan.cluster.pool]
+        found, warned = node_rules.bmc_matrix_problems(
+            plan.cluster.where,
+            pool.host_where(plan.host.name),
+            plan.cluster.node,
+            plan.observed.get("gpus") or [],
+            plan.observed.get("bios"),
+        )
+        problems.extend(
+            Problem(p.field, f"host {plan.host.name!r}, which cluster {plan.cluster.name!r} would claim: {p.msg}")
+            for p in found
+        )
+        warnings.extend(f"{plan.cluster.name}: {w}" for w in warned)
+    return problems, warnings
+
+
+def check_kubernetes_releases(checked: Checked, fetch: kube_release.Fetch) -> tuple[list[Problem], list[str]]:
+    """Each present cluster's Kubernetes version against the package repository of its minor (read-only)."""
+    wanted = [
+        kube_release.Wanted(
+            cluster.where,
+            cluster.node.kubernetes,
+            cluster.node.package_family,
+            cluster.node.package_repository or kube_release.DEFAULT_REPOSITORY,
+        )
+        for cluster in checked.clusters
+        if cluster.present and cluster.node.kubernetes is not None
+    ]
+    return kube_release.check_available(wanted, fetch)
+
+
 # --------------------------------------------------------------------------------------------- stage 3: ISOs
 def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
     """Each distinct (URL, sha256) once: downloaded and verified (or, in check mode, reached) by ``check``."""
@@ -702,7 +760,15 @@ def bmc_probe(open_bmc: Any) -> Probe:
         if key not in seen:
             status, detail, bmc = _probe(open_bmc, host, requirements)
             if bmc is not None:
-                bmc.close()
+                # The host fits, so it is the one the cluster would claim: read its BIOS with the same connection
+                # (GETs only) for the driver matrix. A BMC that cannot say reads as unknown, never as a failure.
+                read_bios = getattr(bmc, "bios", None)
+                try:
+                    detail = {**detail, "bios": read_bios() if read_bios is not None else None}
+                except MetalplaneError:
+                    detail = {**detail, "bios": None}
+                finally:
+                    bmc.close()
             seen[key] = (status, detail)
         return seen[key]
 
@@ -757,6 +823,7 @@ def run_metal_preflight(
     store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
     bmc_opener: Callable[[Host], Any] | None = None,
     iso_check: IsoCheck | None = None,
+    release_fetch: kube_release.Fetch | None = None,
 ) -> dict[str, Any]:
     """``metal_preflight``: shape, then claims and BMCs, then ISOs; fail once listing every problem."""
     from .claim_run import open_redfish, require_sushy
@@ -775,8 +842,14 @@ def run_metal_preflight(
         probe = bmc_probe(bmc_opener)
     leases, problems = _read_claims(module, checked, store_factory, namespace)
     plans = [ClusterPlan(cluster) for cluster in checked.clusters]
+    warnings: list[str] = []
     if not problems:
         plans, problems = plan_claims(checked, leases, probe, namespace)
+    if not problems:
+        problems, warnings = check_bmc_matrix(plans, checked.pools)
+    if not problems and params.get("check_package_repositories") is True:  # the module defaults it to true
+        problems, more = check_kubernetes_releases(checked, release_fetch or kube_release.http_fetch(timeout))
+        warnings.extend(more)
     if iso_check is None:
         iso_check = iso_checker(
             Path(params.get("iso_cache_dir") or boot_iso.DEFAULT_CACHE_DIR).expanduser(),
@@ -788,4 +861,6 @@ def run_metal_preflight(
     problems.extend(check_isos(plans, iso_check))
     if problems:
         raise PreflightError(problems)
+    for warning in warnings:
+        module.warn(warning)
     return {"changed": False, "clusters": [plan.summary(checked.pools) for plan in plans]}

@@ -90,6 +90,65 @@ def test_r730_up_again_and_down(lab: MetalLab) -> None:
     assert_torn_down(lab, "r730-1", order_before)
 
 
+# A syntactically valid driver for the refusal runs: the preflight checks the installer's URL and checksum, it never
+# fetches the installer (the nvidia_driver role does), so these runs need no driver artifact from the lab.
+DRIVER = {
+    "nvidia_driver_installer_url": "file:///nonexistent/NVIDIA-Linux-x86_64-580.105.08.run",
+    "nvidia_driver_installer_sha256": "ef" * 32,
+}
+# Bad node-software inputs, all in one run (the preflight lists every problem at once): (variable, value, field).
+BAD_NODE_INPUTS: list[tuple[str, object, str]] = [
+    ("nvidia_driver_installer_sha256", "", "clusters[0].nvidia_driver_installer_sha256"),  # a URL without checksum
+    ("nvidia_driver_kernel_module_type", "open", "clusters[0].nvidia_driver_kernel_module_type"),  # open on V100
+    ("kubeadm_node_pod_cidr", "127.77.0.0/16", "clusters[0].kubeadm_node_pod_cidr"),  # the node network
+    ("kubeadm_node_lb_pool", ["10.0.0.1-10.0.0.5"], "clusters[0].kubeadm_node_lb_pool[0]"),  # outside the subnet
+    ("kubeadm_node_kubernetes_version", "v1.33.5", "clusters[0].kubeadm_node_kubernetes_version"),  # no DRA v1
+    ("baremetal_host_ssh_authorized_key", "", "clusters[0].ssh_authorized_key"),  # missing SSH key
+    ("kubeadm_node_labels", {"example.com/rack": "rack 12"}, "clusters[0].kubeadm_node_labels.example.com/rack"),
+]
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def bmc_writes(lab: MetalLab, since: dict[str, int]) -> list[str]:
+    return [
+        f"{name}: {r.method} {r.path}"
+        for name, seen in since.items()
+        for r in lab.redfish.bmc(name).requests[seen:]
+        if r.method in WRITES
+    ]
+
+
+@pytest.mark.timeout(1200)
+def test_bad_node_software_and_secure_boot_fail_in_the_preflight_before_any_write(lab: MetalLab) -> None:
+    """Driver, matrix, CIDR, LB range, Kubernetes, SSH key and label mistakes, then Secure Boot on in r730-1's BIOS:
+    each run fails in site.yml's metal preflight naming every field, with no claim, no BMC write, no power-on."""
+    since = {name: len(lab.redfish.bmc(name).requests) for name in lab.redfish.states}
+    power = {name: state.power_state for name, state in lab.redfish.states.items()}
+
+    bad = lab.site(**{**DRIVER, **{variable: value for variable, value, _field in BAD_NODE_INPUTS}})
+    assert bad.rc != 0
+    refusal = bad.task(PREFLIGHT, host=CLUSTER)
+    fields = {p["field"] for p in refusal["error"]["problems"]}
+    for _variable, _value, field in BAD_NODE_INPUTS:
+        assert field in fields, (field, refusal["msg"])
+    assert ROLE not in bad.stdout, "a role task ran after the refused preflight"
+
+    lab.redfish.states["r730-1"].bios["SecureBoot"] = "Enabled"
+    secure = lab.site(**DRIVER)
+    assert secure.rc != 0
+    refusal = secure.task(PREFLIGHT, host=CLUSTER)
+    assert [p["field"] for p in refusal["error"]["problems"]] == ["pools.lab.hosts[0].bios.Bios.Attributes.SecureBoot"]
+    assert "turn Secure Boot off in the BIOS" in refusal["msg"], refusal["msg"]
+    assert ROLE not in secure.stdout
+
+    # Before any write: no claim, no BMC change (the preflight's Redfish requests are GETs), no power-on, no ISO.
+    assert lab.held_by(CLUSTER) == []
+    assert lab.leases() == []
+    assert bmc_writes(lab, since) == []
+    assert {name: state.power_state for name, state in lab.redfish.states.items()} == power
+    assert lab.isos() == []
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
 @pytest.mark.timeout(2400)

@@ -108,6 +108,16 @@ def _cluster(name: str, iso_url: str, **overrides: Any) -> dict[str, Any]:
         "ssh_authorized_key": SSH_KEY,
         "root_password_hash": ROOT_HASH,
         "protected": False,
+        # The node software (only checked, never fetched): the R730's V100s on branch 580, pods and services in the
+        # cluster's own networks. The private key file only has to exist; this test file stands in for it.
+        "ssh_private_key_file": __file__,
+        "os_version": "10",
+        "nvidia_driver_installer_url": "https://us.download.nvidia.com/tesla/580.105.08/NVIDIA-Linux-x86_64-580.105.08.run",
+        "nvidia_driver_installer_sha256": "ef" * 32,
+        "nvidia_driver_kernel_module_type": "auto",
+        "kubeadm_node_kubernetes_version": "v1.34.2",
+        "kubeadm_node_pod_cidr": f"10.{index}.0.0/16",
+        "kubeadm_node_service_cidr": f"10.{index + 100}.0.0/16",
         **overrides,
     }
 
@@ -162,6 +172,14 @@ BAD: dict[str, tuple[Change, str]] = {
     ),
     "duplicate node ips": (_at(1, node_ip="192.168.120.70/24"), "clusters[1].node_ip"),
     "claim owned by another cluster": (_at(0, host="r730-3"), "clusters[0].host"),
+    "open module on the V100s": (
+        _at(0, nvidia_driver_kernel_module_type="open"),
+        "clusters[0].nvidia_driver_kernel_module_type",
+    ),
+    "driver without checksum": (
+        _at(1, nvidia_driver_installer_sha256=""),
+        "clusters[1].nvidia_driver_installer_sha256",
+    ),
 }
 
 
@@ -171,6 +189,8 @@ def _task(name: str, inventory: str, *, check: bool = False) -> dict[str, Any]:
         "iso_cache_dir": "{{ cache_dir }}",
         "reserved_networks": ["10.8.0.0/16"],
         "other_networks": ["10.40.0.0/20"],
+        # No Kubernetes package repository here (the lookup is unit-tested with a fake index).
+        "check_package_repositories": False,
         "clusters": f"{{{{ inventories[{inventory!r}].clusters }}}}",
         "pools": f"{{{{ inventories[{inventory!r}].pools }}}}",
     }

@@ -18,7 +18,7 @@ from ansible.module_utils.testing import patch_module_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils" / "_metal"))
 from metal_fakes import FakeBmc, FakeBmcs, MemoryLeaseStore, v100_inventory
-from metal_support import AUTHORIZED_KEY, ROOT_HASH
+from metal_support import AUTHORIZED_KEY, NODE_SOFTWARE, ROOT_HASH
 
 from ansible_collections.metalplane.inference.plugins.module_utils._metal import preflight
 from ansible_collections.metalplane.inference.plugins.modules import metal_preflight
@@ -45,6 +45,7 @@ def _args(**cluster: Any) -> dict[str, Any]:
                 "installer_iso_sha256": f"sha256:{SHA}",
                 "ssh_authorized_key": AUTHORIZED_KEY,
                 "root_password_hash": ROOT_HASH,
+                **NODE_SOFTWARE,
                 **cluster,
             }
         ],
@@ -72,6 +73,13 @@ class Fakes:
         self.store = MemoryLeaseStore()
         self.bmcs = FakeBmcs({n: FakeBmc(v100_inventory(m)) for n, m in MACS.items()})
         self.isos: list[tuple[str, str]] = []
+        self.indexes: list[str] = []
+
+    def index(self, url: str) -> bytes | None:
+        """The package repository: kubeadm 1.34.2 in pkgs.k8s.io's v1.34 Debian index (check_package_repositories
+        defaults to true, so the module reads it)."""
+        self.indexes.append(url)
+        return b"Package: kubeadm\nVersion: 1.34.2-1.1\n" if url.endswith("/v1.34/deb/Packages") else None
 
     def iso(self, url: str, sha256: str) -> dict[str, Any]:
         self.isos.append((url, sha256))
@@ -82,7 +90,11 @@ def _run(
     args: dict[str, Any], fakes: Fakes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, Any]:
     run = functools.partial(
-        preflight.run_metal_preflight, store_factory=lambda _p: fakes.store, bmc_opener=fakes.bmcs, iso_check=fakes.iso
+        preflight.run_metal_preflight,
+        store_factory=lambda _p: fakes.store,
+        bmc_opener=fakes.bmcs,
+        iso_check=fakes.iso,
+        release_fetch=fakes.index,
     )
     monkeypatch.setattr(metal_preflight, "run_metal_preflight", run)
     with patch_module_args(args), pytest.raises(SystemExit):
@@ -94,9 +106,11 @@ def test_a_good_inventory_in_check_mode_plans_and_writes_nothing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fakes = Fakes()
-    result = _run({**_args(), "_ansible_check_mode": True}, fakes, monkeypatch, capsys)
+    result = _run({**_args(os_family="debian"), "_ansible_check_mode": True}, fakes, monkeypatch, capsys)
     assert result.get("failed") is not True, result
     assert result["changed"] is False
+    assert fakes.indexes == ["https://pkgs.k8s.io/core:/stable:/v1.34/deb/Packages"]
+    assert result["clusters"][0]["node"]["kernel_module_type"] == "proprietary"
     (cluster,) = result["clusters"]
     assert (cluster["state"], cluster["provisioner"], cluster["claim"]) == ("present", "redfish", "new")
     assert cluster["host"]["name"] == "r1"

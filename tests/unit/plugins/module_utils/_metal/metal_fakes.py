@@ -100,9 +100,14 @@ class FakeBmc:
     tag_fails: bool = False
     writes: list[str] = field(default_factory=list)
     closed: bool = False
+    # What ``bios()`` answers (``_redfish.bios.BiosReading``); None: the BMC exposes none of the settings.
+    bios_reading: Any = None
 
     def inventory(self, requirements: Requirements) -> Inventory:
         return self.inventory_
+
+    def bios(self) -> Any:
+        return self.bios_reading
 
     def asset_tag(self) -> str | None:
         return self.tag

@@ -13,6 +13,24 @@ from ansible_collections.metalplane.inference.plugins.module_utils._metal import
 ROOT_HASH = "$6$metalplane$" + "A" * 86
 AUTHORIZED_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKv0ql3rV7FQ1Cq5xQ9e2dM0wB9aT4n8c3y7cR1zX6pE operator@controller"
 HOST_KEY = hostkeys.generate_host_key("root@r730")
+# A valid 580 installer's checksum (of no real file) and the node-software fields of a valid metal_preflight cluster
+# entry (V100s: the proprietary module, branch 580, EL 10). The private key file only has to exist: the preflight
+# never reads it, so this very file stands in for it.
+DRIVER_SHA = "ef" * 32
+NODE_SOFTWARE: dict[str, Any] = {
+    "ssh_private_key_file": __file__,
+    "os_version": "10",
+    "nvidia_driver_installer_url": "https://us.download.nvidia.com/tesla/580.105.08/NVIDIA-Linux-x86_64-580.105.08.run",
+    "nvidia_driver_installer_sha256": f"sha256:{DRIVER_SHA}",
+    "nvidia_driver_version": None,
+    "nvidia_driver_kernel_module_type": "auto",
+    "kubeadm_node_kubernetes_version": "v1.34.2",
+    "kubeadm_node_pod_cidr": "10.244.0.0/16",
+    "kubeadm_node_service_cidr": "10.96.0.0/12",
+    "kubeadm_node_api_port": 6443,
+    "kubeadm_node_labels": {"example.com/rack": "r12"},
+    "kubeadm_node_lb_pool": ["192.168.120.200-192.168.120.210"],
+}
 
 
 def params(**overrides: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from metal_fakes import FakeBmc, FakeBmcs, FakeModule, MemoryLeaseStore, v100_inventory
-from metal_support import AUTHORIZED_KEY, ROOT_HASH
+from metal_support import AUTHORIZED_KEY, NODE_SOFTWARE, ROOT_HASH
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError, InputError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError
@@ -65,6 +65,7 @@ def _cluster(name: str = "lab-r730", **overrides: Any) -> dict[str, Any]:
         "ssh_authorized_key": AUTHORIZED_KEY,
         "root_password_hash": ROOT_HASH,
         "protected": False,
+        **NODE_SOFTWARE,
         **overrides,
     }
 
@@ -80,7 +81,16 @@ def _inventory() -> dict[str, Any]:
 
 def _second(**overrides: Any) -> Callable[[dict[str, Any]], None]:
     """Add a second, valid cluster (other node IP and networks), with ``overrides``."""
-    base = {"name": "lab-two", "node_ip": "192.168.120.71/24", "networks": ["10.245.0.0/16", "10.112.0.0/12"]}
+    nets = overrides.get("networks", ["10.245.0.0/16", "10.112.0.0/12"])
+    base = {
+        "name": "lab-two",
+        "node_ip": "192.168.120.71/24",
+        "networks": nets,
+        # Its pods and services in its own networks, no LoadBalancer range (the first cluster's would be shared).
+        "kubeadm_node_pod_cidr": nets[0],
+        "kubeadm_node_service_cidr": nets[1] if len(nets) > 1 else "10.112.0.0/12",
+        "kubeadm_node_lb_pool": [],
+    }
     return lambda inv: inv["clusters"].append(_cluster(**{**base, **overrides}))
 
 
@@ -182,7 +192,7 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "earlier network covers a later node subnet",
         lambda inv: (
-            _set("clusters.0.networks", ["172.16.0.0/12"])(inv),
+            _set("clusters.0.networks", ["172.16.0.0/12", "10.244.0.0/16", "10.96.0.0/12"])(inv),
             _second(node_ip="172.20.0.5/24", gateway="172.20.0.1", networks=["10.245.0.0/16"])(inv),
         ),
         ["clusters[0].networks[0]"],
@@ -326,7 +336,7 @@ def test_a_held_claim_is_kept_and_no_bmc_is_asked() -> None:
 def test_clusters_sharing_a_pool_need_as_many_free_hosts() -> None:
     inventory = _inventory()
     _second()(inventory)
-    _second(name="lab-three", node_ip="192.168.120.72/24", networks=["10.246.0.0/16"])(inventory)
+    _second(name="lab-three", node_ip="192.168.120.72/24", networks=["10.246.0.0/16", "10.128.0.0/12"])(inventory)
     plans, fields = _plan(inventory, leases=[_lease("r1", "dc9")])
     assert fields == ["clusters[2].pool"]
     assert [p.host.name if p.host else None for p in plans] == ["r2", "r3", None]
@@ -407,7 +417,7 @@ def test_each_iso_is_checked_once_and_its_errors_name_the_cluster_field() -> Non
     _second(
         name="lab-three",
         node_ip="192.168.120.72/24",
-        networks=["10.246.0.0/16"],
+        networks=["10.246.0.0/16", "10.128.0.0/12"],
         installer_iso_url="https://mirror.example/bad.iso",
     )(inventory)
     asked: list[str] = []
