@@ -3,8 +3,8 @@
 One installed lab host (two V100s behind its BMC, nouveau loaded at boot), then real ``ansible-playbook`` runs of
 the role: a wrong checksum fails before anything reaches the node; the first run blacklists nouveau, reboots once,
 installs through the stand-in installer (dkms, modprobe) and verifies the GPUs against the BMC's; the second run
-changes nothing. The prerequisites step needs ``node_packages`` (its lab shims answer the package database): where
-that module is not in the collection yet, the run skips it and the lab counts every package as present.
+changes nothing. The prerequisites come from the lab's package shims (``node_packages``); nvidia-persistenced runs
+under the systemctl shim.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ WAIT = 60.0
 ENV = {"ANSIBLE_HOST_KEY_CHECKING": "true", "ANSIBLE_PIPELINING": "false"}
 REPO = Path(__file__).resolve().parents[3]
 PUBLISH = "metalplane.inference.nvidia_driver : Publish nvidia_driver_facts"
-HAS_NODE_PACKAGES = (REPO / "plugins" / "modules" / "node_packages.py").is_file()
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +106,8 @@ def _play(url: str, sha256: str, tmp: Path) -> list[dict[str, Any]]:
                         "nvidia_driver_installer_sha256": sha256,
                         "nvidia_driver_expected_gpus": [{"model": GPU_MODEL, "count": 2}],
                         "nvidia_driver_cache_dir": str(tmp / "cache"),
-                        "nvidia_driver_install_prerequisites": HAS_NODE_PACKAGES,
-                        # nvidia-persistenced needs the systemctl shim of the package shims' branch
-                        "nvidia_driver_persistence": HAS_NODE_PACKAGES,
+                        "nvidia_driver_install_prerequisites": True,
+                        "nvidia_driver_persistence": True,
                         "nvidia_driver_reboot_timeout": 120,
                     },
                 }

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from lab.common.artifacts import ArtifactServer
+from lab.labctl import CILIUM_STANDIN_CHART, LAB_HELM, LONGHORN_STANDIN_CHART
 from lab.metal.fleet import MetalFleet
 from lab.modelplane.server import ModelplaneEmulator
 from lab.redfish.personality import DEFAULT_BMCS
@@ -103,7 +104,13 @@ def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None) -> Iterator[MetalLa
     ):
         described = fleet.describe()
         endpoints = {
-            "lab": {"state_dir": str(state), "delay_scale": DELAY_SCALE},
+            "lab": {
+                "state_dir": str(state),
+                "delay_scale": DELAY_SCALE,
+                "longhorn_chart_path": str(LONGHORN_STANDIN_CHART),
+                "cilium_chart_path": str(CILIUM_STANDIN_CHART),
+                "helm": str(LAB_HELM) if LAB_HELM.is_file() else "",
+            },
             "emulators": {
                 "artifacts": {
                     "base_url": artifacts.base_url,
@@ -113,6 +120,11 @@ def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None) -> Iterator[MetalLa
                             "sha256": _sha256(state / "artifacts" / name),
                         }
                         for shape, name in artifacts.vendor_isos.items()
+                    },
+                    "nvidia_driver": {
+                        "url": f"{artifacts.base_url}/{artifacts.nvidia_driver['path']}",
+                        "sha256": artifacts.nvidia_driver["sha256"],
+                        "version": artifacts.nvidia_driver["version"],
                     },
                 },
                 "modelplane": {"kubeconfig": str(modelplane.kubeconfig_path)},

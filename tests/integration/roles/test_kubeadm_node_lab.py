@@ -1,8 +1,8 @@
 """The kubeadm_node role end to end on a simulated host: present (twice: nothing changes), then absent.
 
-Needs the node package shims and ``metalplane.inference.node_packages`` (i15-packages: ``lab.metal.packages`` and
-the ``systemctl`` shim); skipped without them. The host is installed over Redfish as in test_metal_ansible.py and
-the role runs over real SSH; Helm runs for real against the host's API with the Cilium stand-in chart.
+The host is installed over Redfish as in test_metal_ansible.py and the role runs over real SSH: packages from the
+artifact server's Kubernetes mirror through the lab's package and systemctl shims; Helm runs for real against the
+host's API with the Cilium stand-in chart.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from lab.metal.host import MetalHost
 from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.redfish.server import BmcSpec, RedfishLab
 
-pytest.importorskip("lab.metal.packages", reason="the package shims (lab.metal.packages) are not merged yet")
 REPO = Path(__file__).resolve().parents[3]
-if not (REPO / "plugins" / "modules" / "node_packages.py").is_file():
-    pytest.skip("metalplane.inference.node_packages is not merged yet", allow_module_level=True)
 HELM = REPO / ".build" / "bin" / "helm"
 CILIUM = REPO / "tests" / "lab" / "charts" / "cilium-standin"
 BMC = "gen-1"
@@ -86,6 +83,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MetalHost, 
             "ansible_ssh_common_args": f"-o UserKnownHostsFile={known} -o GlobalKnownHostsFile=/dev/null",
             "ansible_python_interpreter": "auto_silent",
             "kubeadm_node_kubernetes_version": "v1.34.2",
+            "kubeadm_node_package_repository": artifacts.base_url,
             "kubeadm_node_api_port": free_port(ident.address),
             "kubeadm_node_cilium_chart_path": str(CILIUM),
             "kubeadm_node_helm_binary": str(HELM) if HELM.is_file() else "",
@@ -128,10 +126,23 @@ def test_role_up_again_and_down(node: tuple[MetalHost, Path], playbook: Callable
 
     again = playbook(play("present"), inventory=tmp / "inventory.yml", env=env, timeout=900)
     assert again.rc == 0, again.stdout[-4000:]
-    assert again.changed("r730") == 0, [t for t in again.stdout.splitlines() if '"changed": true' in t][:5]
+    assert again.changed("r730") == 0, _changed_tasks(again.stdout)
 
     down = playbook(play("absent"), inventory=tmp / "inventory.yml", env=env, timeout=900)
     assert down.rc == 0, down.stdout[-4000:] + down.stderr[-2000:]
     assert kubeadm.cluster_of(host.name) is None
     assert host.disk.read(kubeadm.ADMIN_CONF) is None
     assert not (tmp / "kubeconfigs" / "r730.kubeconfig").exists()
+
+
+def _changed_tasks(stdout: str) -> list[str]:
+    """The names of the tasks a json-callback run reports changed (the assertion's message)."""
+    import json
+
+    plays = json.loads(stdout).get("plays", [])
+    return [
+        t["task"]["name"]
+        for play in plays
+        for t in play.get("tasks", [])
+        if any(h.get("changed") for h in t.get("hosts", {}).values())
+    ]

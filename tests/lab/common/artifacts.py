@@ -31,6 +31,15 @@ VENDOR_ISOS = {"debian-12-netinst.iso": "debian12"}
 # The NVIDIA driver installers (lab.metal.driver's stand-in .run); endpoints.yml publishes
 # ``nvidia_driver.{url,sha256,version}``.
 NVIDIA_DIR = "nvidia"
+# A mirror of pkgs.k8s.io in its upstream layout (``core:/stable:/v<minor>/deb/`` and ``/rpm/``): what a node fetches
+# itself is the repository's signing key; the package index is the lab's package shims' (lab.metal.packages), which
+# know a Kubernetes repository by this path under any base URL. The lab inventory sets it as
+# kubeadm_node_package_repository, as an air-gapped site points it at its own mirror.
+KUBERNETES_MIRROR_KEY = (
+    b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n"
+    b"bWV0YWwtbGFiIHN0YW5kLWluIGtleSBmb3IgdGhlIEt1YmVybmV0ZXMgbWlycm9y\n"
+    b"-----END PGP PUBLIC KEY BLOCK-----\n"
+)
 ISO9660_MAGIC_OFFSET = 0x8001  # the primary volume descriptor's "CD001" identifier
 SECTOR = 2048
 
@@ -75,6 +84,20 @@ def make_nvidia_driver(root: Path) -> dict[str, str]:
     return {"path": f"{NVIDIA_DIR}/{path.name}", "version": DRIVER_VERSION, "sha256": build_installer(path)}
 
 
+def make_kubernetes_mirror(root: Path) -> list[str]:
+    """The signing key of every Kubernetes minor the lab's package shims offer, at its upstream path under ``root``."""
+    from lab.metal.packages import KUBERNETES_PATCHES
+
+    written = []
+    for minor in KUBERNETES_PATCHES:
+        for kind, key in (("deb", "Release.key"), ("rpm", "repodata/repomd.xml.key")):
+            path = root / f"core:/stable:/v{minor}/{kind}/{key}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(KUBERNETES_MIRROR_KEY)
+            written.append(str(path.relative_to(root)))
+    return written
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
@@ -89,6 +112,7 @@ class ArtifactServer:
         self.root.mkdir(parents=True, exist_ok=True)
         self.vendor_isos = make_vendor_isos(self.root)  # before installer.iso, which labctl waits for
         self.nvidia_driver = make_nvidia_driver(self.root)  # likewise
+        make_kubernetes_mirror(self.root)
         self.iso_sha256 = make_installer_iso(self.root / INSTALLER_ISO)
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self.server = ThreadingHTTPServer((host, port or free_port(host)), handler)

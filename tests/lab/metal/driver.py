@@ -43,12 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.kube.gpu import PRODUCTS
+from lab.metal import packages as _packages
 from lab.metal.shims import Effect, ShimHost, interpret, register
-
-try:  # the package database lands from the i15-packages branch; without it every package counts as present
-    from lab.metal import packages as _packages
-except ImportError:  # pragma: no cover - until the packages shims are merged
-    _packages = None  # type: ignore[assignment]
 
 # The lab's default stand-in driver: a 580 release (the last branch with Volta; the r730's V100s need it).
 DRIVER_VERSION = "580.126.20"
@@ -348,8 +344,6 @@ def running_kernel() -> str:
 
 
 def package_installed(host: ShimHost, name: str) -> bool:
-    if _packages is None:
-        return True
     return _packages.installed(host, name) is not None
 
 
@@ -359,7 +353,7 @@ def headers_installed(host: ShimHost, kernel: str) -> bool:
 
 
 def _service_active(host: ShimHost, unit: str) -> bool:
-    return bool(_packages is not None and _packages.service_active(host, unit))
+    return _packages.service_active(host, unit)
 
 
 def secure_boot(host: ShimHost) -> bool:

@@ -406,6 +406,7 @@ class MetalHost:
         sandbox = Sandbox(layout, self.shared.tools, hostname=hostname, boot_id=self.boot_id)
         sandbox.start()
         self._sandbox = sandbox
+        self.disk.live = sandbox.root
         self.modules |= modules_at_boot(self)  # nouveau for the GPUs unless blacklisted, or an installed nvidia
         notify_host(self, "boot")
         self.shared.sshd.start_host(self, self.identity.address, self.identity.port, self.host_key_blobs())
@@ -415,6 +416,7 @@ class MetalHost:
         if self._shim_server is not None:
             self._shim_server.stop()
             self._shim_server = None
+        self.disk.live = None
         if self._sandbox is not None:
             self._sandbox.stop()
             self._sandbox = None

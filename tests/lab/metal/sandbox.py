@@ -123,6 +123,10 @@ class Disk:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.record_path = path / "installed.json"
+        # The running OS's root as the lab sees it (``/proc/<PID 1>/root``) while the host is up, else None. Writes
+        # into an overlay's upper directory while it is mounted are undefined (overlayfs caches what it looked up:
+        # a file the OS looked for before the lab wrote it stays missing), so the lab's shims go through the mount.
+        self.live: Path | None = None
 
     def layer(self, inside: str) -> str:
         """Which overlay a path inside the host belongs to (its upper directory holds the file)."""
@@ -136,7 +140,9 @@ class Disk:
         return self.path / layer / "work"
 
     def host_path(self, inside: str) -> Path:
-        """Where a file inside the host lives in its layer's upper directory."""
+        """Where the lab reaches a file inside the host: through the running OS's root, else its layer's upper."""
+        if self.live is not None:
+            return self.live / inside.strip("/")
         layer = self.layer(inside)
         relative = inside.strip("/")
         if layer != "root":
