@@ -15,13 +15,13 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import MetalplaneError
-from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.inventory import gpu_inventory
+from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.inventory import expected_gpus, gpu_inventory
 
 
 class FilterModule:
     def filters(self) -> dict[str, Callable[..., Any]]:
-        # Documented in the sidecar file nvidia_gpu_inventory.yml.
-        return {"nvidia_gpu_inventory": _nvidia_gpu_inventory}
+        # Documented in the sidecar files nvidia_gpu_inventory.yml and nvidia_expected_gpus.yml.
+        return {"nvidia_gpu_inventory": _nvidia_gpu_inventory, "nvidia_expected_gpus": _nvidia_expected_gpus}
 
 
 def _nvidia_gpu_inventory(facts: Any, node: Any, pool: Any) -> dict[str, Any]:
@@ -29,3 +29,10 @@ def _nvidia_gpu_inventory(facts: Any, node: Any, pool: Any) -> dict[str, Any]:
         return gpu_inventory(str(node), facts, str(pool))
     except MetalplaneError as exc:
         raise AnsibleFilterError(f"nvidia_gpu_inventory: {exc}") from exc
+
+
+def _nvidia_expected_gpus(bmc_gpus: Any) -> list[dict[str, Any]]:
+    try:
+        return expected_gpus(bmc_gpus)
+    except MetalplaneError as exc:
+        raise AnsibleFilterError(f"nvidia_expected_gpus: {exc}") from exc

@@ -78,3 +78,20 @@ def gpu_inventory(node: str, facts: Any, pool: str, field: str = "nvidia_driver_
             "driver_version": str(facts.get("version") or ""),
         }
     }
+
+
+def expected_gpus(bmc_gpus: Any) -> list[dict[str, Any]]:
+    """What the BMC's PCIe inventory lists (redfish_info's ``gpus``) as the driver's expected GPUs: model, count.
+
+    Grouped by the model string the BMC prints, in the order first seen, so the driver role compares counts per model
+    with what ``nvidia-smi`` reports. An entry without a model is an input error: the comparison would be meaningless.
+    """
+    if not isinstance(bmc_gpus, list):
+        raise InputError("gpus", "must be the list redfish_info returns under redfish.gpus")
+    counts: dict[str, int] = {}
+    for index, entry in enumerate(bmc_gpus):
+        model = str((entry or {}).get("model") or "").strip() if isinstance(entry, dict) else ""
+        if not model:
+            raise InputError(f"gpus[{index}].model", "the BMC lists a GPU without a model; read it with redfish_info")
+        counts[model] = counts.get(model, 0) + 1
+    return [{"model": model, "count": count} for model, count in counts.items()]

@@ -155,6 +155,7 @@ def single_host_inventory(tmp: Path, bmc: str) -> Path:
         "baremetal_host_gateway": f"{{{{ {host}.gateway }}}}",
         "baremetal_host_dns": [f"{{{{ {host}.gateway }}}}"],
         "baremetal_host_ssh_port": f"{{{{ {host}.ssh_port }}}}",
+        "kubeadm_node_api_port": f"{{{{ {host}.api_port }}}}",
     }
     hosts = {"all": {"children": {"metal_clusters": {"hosts": {CLUSTER: cluster}}, "pool_lab": {"hosts": {bmc: None}}}}}
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts, sort_keys=False))

@@ -72,11 +72,16 @@ class MetalFleet:
         )
         for index, (name, state) in enumerate(self.states.items()):
             address = host_address(index)
+            ssh_port = free_port(address)
+            api_port = free_port(address)
+            while api_port == ssh_port:
+                api_port = free_port(address)
             identity = HostIdentity(
                 name=name,
                 macs=tuple(state.macs),
                 address=address,
-                port=free_port(address),
+                port=ssh_port,
+                api_port=api_port,
                 prefix=LAB_PREFIX,
                 gateway=LAB_GATEWAY,
                 # The disk the BMC's storage inventory reports (lab.redfish.bmc.disk_identity), when it has one.

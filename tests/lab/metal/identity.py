@@ -49,6 +49,9 @@ class HostIdentity:
     serial: str = ""
     uuid: str = ""
     model: str = "PowerEdge R730"
+    # A free port on the host's address for the Kubernetes API kubeadm serves there (kubeadm_node_api_port): a
+    # real node's 6443 may be taken on this machine's loopback by another lab.
+    api_port: int = 0
 
     @property
     def boot_mac(self) -> str:
@@ -68,6 +71,7 @@ class HostIdentity:
         return {
             "ssh_address": self.address,
             "ssh_port": self.port,
+            "api_port": self.api_port,
             "boot_mac": self.boot_mac,
             "prefix": self.prefix,
             "gateway": self.gateway,

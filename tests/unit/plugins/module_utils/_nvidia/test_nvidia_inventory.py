@@ -11,6 +11,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.i
     inference_class_from_inventory,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.inventory import (
+    expected_gpus,
     gpu_inventory,
     memory_quantity,
 )
@@ -89,3 +90,31 @@ def test_what_cannot_make_one_class_is_refused(given: Any, field: str, says: str
         gpu_inventory("r730", given, "gpu")
     assert caught.value.field == field
     assert says in caught.value.msg
+
+
+@pytest.mark.parametrize(
+    ("bmc_gpus", "expected"),
+    [
+        ([], []),
+        (
+            [{"model": "Tesla V100-PCIE-16GB"}, {"model": "Tesla V100-PCIE-16GB"}],
+            [{"model": "Tesla V100-PCIE-16GB", "count": 2}],
+        ),
+        (
+            [{"model": "NVIDIA L40S"}, {"model": "Tesla T4"}, {"model": "NVIDIA L40S"}],
+            [{"model": "NVIDIA L40S", "count": 2}, {"model": "Tesla T4", "count": 1}],
+        ),
+    ],
+)
+def test_expected_gpus_groups_the_bmc_models(bmc_gpus: list[dict[str, str]], expected: list[dict[str, object]]) -> None:
+    assert expected_gpus(bmc_gpus) == expected
+
+
+@pytest.mark.parametrize(
+    ("bmc_gpus", "field"),
+    [({"model": "x"}, "gpus"), ([{"model": ""}], "gpus[0].model"), ([{"model": "T4"}, {}], "gpus[1].model")],
+)
+def test_expected_gpus_refuses_entries_without_a_model(bmc_gpus: object, field: str) -> None:
+    with pytest.raises(InputError) as caught:
+        expected_gpus(bmc_gpus)
+    assert caught.value.field == field
