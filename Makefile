@@ -192,6 +192,8 @@ lab-down: venv
 # every task of both task files.
 test-metal: venv bootloaders
 	METALPLANE_METAL_FULL=1 $(BIN)/python -m pytest -q -n 0 -m slow tests/integration/metal/test_baremetal_site.py \
+		tests/integration/roles/test_kubeadm_node_lab.py tests/integration/emulators/test_metal_driver.py \
+		tests/integration/emulators/test_metal_node_packages.py \
 		tests/integration/metal/test_baremetal_resume.py
 
 test-metal-kill-matrix: venv bootloaders

@@ -9,6 +9,7 @@ under the systemctl shim.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,15 @@ from lab.metal.host import MetalHost
 from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.redfish.bmc import GPU_MODEL
 from lab.redfish.server import BmcSpec, RedfishLab
+
+# The site.yml run of test_baremetal_site.py runs this role on a simulated host in `make test`; this lane, with
+# its own checks (idempotence of the role alone, refusals), runs in `make test-metal`.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("METALPLANE_METAL_FULL") != "1", reason="opt-in: METALPLANE_METAL_FULL=1 (make test-metal)"
+    ),
+]
 
 BMC = "drv-1"
 WAIT = 60.0

@@ -51,6 +51,36 @@ def assert_provisioned(lab: MetalLab, bmc: str) -> None:
     assert not any(slot["inserted"] for slot in state.virtual_media.values())
 
 
+def assert_node_software(lab: MetalLab, bmc: str) -> None:
+    """The driver, kubeadm and their prerequisites ran on the node as a real host runs them (its shim calls)."""
+    calls = [c["argv"] for c in lab.host(bmc)["shim_calls"]]
+    commands = [argv[0] for argv in calls]
+    for command in ("apt-get", "nvidia-installer", "dkms", "kubeadm"):
+        assert command in commands, commands
+    installer = next(argv for argv in calls if argv[0] == "nvidia-installer")
+    assert "--dkms" in installer, installer
+    assert "--kernel-module-type=proprietary" in installer, installer  # the matrix's answer for Volta
+    assert next(argv[:3] for argv in calls if argv[:2] == ["kubeadm", "init"]) == ["kubeadm", "init", "--config"]
+    modules = lab.host(bmc)["modules"]
+    assert "nvidia" in modules, modules
+    assert "nouveau" not in modules, modules
+
+
+def assert_adopted(lab: MetalLab) -> None:
+    """Modelplane serves the cluster: Ready with a gateway address, its class generated from what nvidia-smi saw."""
+    cluster = lab.modelplane.api.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER)
+    assert cluster is not None
+    status = cluster.get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    assert conditions.get("Ready") == "True", status
+    assert (status.get("gateway") or {}).get("address"), status
+    (pool,) = status["gpuPools"]
+    (device,) = pool["devices"]
+    assert device["count"] == 2, device
+    assert device["capacity"]["memory"]["value"] == "16Gi", device  # what NVML reports, as the DRA driver publishes
+    assert device["attributes"]["architecture"] == {"string": "Volta"}, device
+
+
 def assert_torn_down(lab: MetalLab, bmc: str, boot_order_before: list[str] | None) -> None:
     state = lab.redfish.states[bmc]
     assert state.power_state == "Off"
@@ -79,15 +109,23 @@ def test_r730_up_again_and_down(lab: MetalLab) -> None:
     assert task(up, "Put the virtual CD ahead of the disk in the persistent boot order")["changed"]
     added = task(up, "Add the nodes to the inventory (group metal_nodes)")["results"][0]["add_host"]
     assert added["host_name"] == "lab-r730-node"
+    assert_node_software(lab, "r730-1")
+    assert_adopted(lab)
+    # Power-on self-tests from power-on to Ready: the installer's and the installed OS's; the OS installer blacklisted
+    # nouveau, so the driver needed no reboot of its own.
+    assert lab.host("r730-1")["boots"] == 2
 
     again = lab.site()
     assert again.rc == 0
     assert again.changed(CLUSTER) == 0, again.stdout[-3000:]
     assert lab.host("r730-1")["installs"] == 1
+    assert lab.host("r730-1")["boots"] == 2
+    assert [c["argv"][0] for c in lab.host("r730-1")["shim_calls"]].count("nvidia-installer") == 1
 
     down = lab.site(cluster_state="absent")
     assert down.rc == 0, down.stdout[-3000:]
     assert_torn_down(lab, "r730-1", order_before)
+    assert lab.modelplane.api.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
 
 
 # A syntactically valid driver for the refusal runs: the preflight checks the installer's URL and checksum, it never

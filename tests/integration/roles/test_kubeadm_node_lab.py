@@ -7,6 +7,7 @@ host's API with the Cilium stand-in chart.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,15 @@ from lab.metal.fleet import MetalFleet
 from lab.metal.host import MetalHost
 from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.redfish.server import BmcSpec, RedfishLab
+
+# The site.yml run of test_baremetal_site.py runs this role on a simulated host in `make test`; this lane, with
+# its own checks (idempotence of the role alone, refusals), runs in `make test-metal`.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("METALPLANE_METAL_FULL") != "1", reason="opt-in: METALPLANE_METAL_FULL=1 (make test-metal)"
+    ),
+]
 
 REPO = Path(__file__).resolve().parents[3]
 HELM = REPO / ".build" / "bin" / "helm"
