@@ -130,7 +130,8 @@ def _rpmvercmp(a: str, b: str) -> int:  # noqa: PLR0911, PLR0912 (a port kept cl
         seg_b = pattern.match(b, j)
         if seg_b is None:  # different kinds: a number is newer than letters
             return 1 if numeric else -1
-        assert seg_a is not None
+        if seg_a is None:  # cannot happen: ``one`` starts a segment of this kind at ``i``
+            raise AssertionError("rpmvercmp: no segment at the start of a run")
         text_a, text_b = seg_a.group(), seg_b.group()
         if numeric:
             text_a, text_b = text_a.lstrip("0"), text_b.lstrip("0")

@@ -716,27 +716,27 @@ def smi_xml(host: ShimHost, version: str, persistence: bool) -> str:
     for gpu in _gpus(host):
         product = gpu["product"]
         rows.append(
-            f"""	<gpu id="{gpu["bus"]}">
-		<product_name>{product.product_name}</product_name>
-		<product_brand>Tesla</product_brand>
-		<product_architecture>{product.architecture}</product_architecture>
-		<persistence_mode>{"Enabled" if persistence else "Disabled"}</persistence_mode>
-		<uuid>{gpu["uuid"]}</uuid>
-		<minor_number>{gpu["index"]}</minor_number>
-		<gsp_firmware_version>N/A</gsp_firmware_version>
-		<pci>
-			<pci_device_id>{PCI_DEVICE_IDS.get(product.product_name, "00000000")}</pci_device_id>
-			<pci_bus_id>{gpu["bus"]}</pci_bus_id>
-		</pci>
-		<fb_memory_usage>
-			<total>{product.memory_mib} MiB</total>
-			<used>0 MiB</used>
-			<free>{product.memory_mib} MiB</free>
-		</fb_memory_usage>
-		<bar1_memory_usage>
-			<total>{product.memory_mib * 2} MiB</total>
-		</bar1_memory_usage>
-	</gpu>
+            f"""\t<gpu id="{gpu["bus"]}">
+\t\t<product_name>{product.product_name}</product_name>
+\t\t<product_brand>Tesla</product_brand>
+\t\t<product_architecture>{product.architecture}</product_architecture>
+\t\t<persistence_mode>{"Enabled" if persistence else "Disabled"}</persistence_mode>
+\t\t<uuid>{gpu["uuid"]}</uuid>
+\t\t<minor_number>{gpu["index"]}</minor_number>
+\t\t<gsp_firmware_version>N/A</gsp_firmware_version>
+\t\t<pci>
+\t\t\t<pci_device_id>{PCI_DEVICE_IDS.get(product.product_name, "00000000")}</pci_device_id>
+\t\t\t<pci_bus_id>{gpu["bus"]}</pci_bus_id>
+\t\t</pci>
+\t\t<fb_memory_usage>
+\t\t\t<total>{product.memory_mib} MiB</total>
+\t\t\t<used>0 MiB</used>
+\t\t\t<free>{product.memory_mib} MiB</free>
+\t\t</fb_memory_usage>
+\t\t<bar1_memory_usage>
+\t\t\t<total>{product.memory_mib * 2} MiB</total>
+\t\t</bar1_memory_usage>
+\t</gpu>
 """
         )
     return (
