@@ -100,7 +100,7 @@ def parse_os_release(text: str) -> dict[str, str]:
         line = raw_line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        key, _, raw = line.partition("=")
+        key, _sep, raw = line.partition("=")
         try:
             words = shlex.split(raw)
         except ValueError:

@@ -80,8 +80,8 @@ def dpkg_compare(a: str, b: str) -> int:
     epoch_b, rest_b = split_epoch(b)
     if epoch_a != epoch_b:
         return epoch_a - epoch_b
-    upstream_a, _, revision_a = rest_a.rpartition("-") if "-" in rest_a else (rest_a, "", "")
-    upstream_b, _, revision_b = rest_b.rpartition("-") if "-" in rest_b else (rest_b, "", "")
+    upstream_a, _sep, revision_a = rest_a.rpartition("-") if "-" in rest_a else (rest_a, "", "")
+    upstream_b, _sep, revision_b = rest_b.rpartition("-") if "-" in rest_b else (rest_b, "", "")
     return _dpkg_verrevcmp(upstream_a, upstream_b) or _dpkg_verrevcmp(revision_a, revision_b)
 
 
@@ -152,8 +152,8 @@ def rpm_compare(a: str, b: str) -> int:
     epoch_b, rest_b = split_epoch(b)
     if epoch_a != epoch_b:
         return -1 if epoch_a < epoch_b else 1
-    version_a, _, release_a = rest_a.rpartition("-") if "-" in rest_a else (rest_a, "", "")
-    version_b, _, release_b = rest_b.rpartition("-") if "-" in rest_b else (rest_b, "", "")
+    version_a, _sep, release_a = rest_a.rpartition("-") if "-" in rest_a else (rest_a, "", "")
+    version_b, _sep, release_b = rest_b.rpartition("-") if "-" in rest_b else (rest_b, "", "")
     return _rpmvercmp(version_a, version_b) or _rpmvercmp(release_a, release_b)
 
 

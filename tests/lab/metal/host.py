@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import asyncssh
 
-from lab.metal import node_shims  # noqa: F401  (registers the node software's shims)
+from lab.metal import node_shims  # noqa: F401  # pylint: disable=unused-import  # registers the node software's shims
 from lab.metal.driver import modules_at_boot
 from lab.metal.identity import NIC_NAME_PREFIX, HostIdentity, network_problem
 from lab.metal.iso_reader import InstallConfig, MediaError, read_install_media

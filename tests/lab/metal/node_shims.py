@@ -6,6 +6,7 @@ at import; the host imports this one file, so adding a family is one line here.
 
 from __future__ import annotations
 
+# pylint: disable=unused-import
 from lab.metal import (
     driver,  # noqa: F401
     kubeadm,  # noqa: F401

@@ -250,8 +250,8 @@ def _apt_cache(host: ShimHost) -> list[Source]:
 
 # --------------------------------------------------------------------------------------------- output
 def _version_parts(version: str) -> dict[str, str]:
-    epoch, _, rest = version.rpartition(":") if ":" in version.split("-", 1)[0] else ("", "", version)
-    upstream, _, release = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    epoch, _sep, rest = version.rpartition(":") if ":" in version.split("-", 1)[0] else ("", "", version)
+    upstream, _sep, release = rest.rpartition("-") if "-" in rest else (rest, "", "")
     return {"EPOCH": epoch or "(none)", "EPOCHNUM": epoch or "0", "VERSION": upstream, "RELEASE": release}
 
 
@@ -278,10 +278,10 @@ def _apt_options(args: list[str]) -> tuple[set[str], dict[str, str], list[str], 
         if arg in APT_WITH_VALUE:
             value = next(rest, "")
             if arg in ("-o", "--option"):
-                key, _, setting = value.partition("=")
+                key, _sep, setting = value.partition("=")
                 settings[key] = setting
         elif arg.startswith("-o") and "=" in arg:
-            key, _, setting = arg[2:].partition("=")
+            key, _sep, setting = arg[2:].partition("=")
             settings[key] = setting
         elif arg.startswith("--quiet=") or arg in APT_FLAGS:
             flags.add(arg)
@@ -350,7 +350,7 @@ def _apt_install(host: ShimHost, names: list[str], *, assume_yes: bool, downgrad
     errors: list[str] = []
     notes: list[str] = []
     for arg in names:
-        name, _, version = arg.partition("=")
+        name, _sep, version = arg.partition("=")
         name = name.split("/", 1)[0]
         available = [v for v, _s in offers.get(name, [])]
         if not available:

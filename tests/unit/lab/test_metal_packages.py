@@ -317,7 +317,7 @@ def test_node_packages_installs_kubernetes_and_is_idempotent(
     assert host.disk.read(key_path) == KEY
     assert all(installed(host, name) == version for name in ("kubelet", "kubeadm", "kubectl"))
 
-    again, _ = converge(io, params, check_mode=False)
+    again, _warnings = converge(io, params, check_mode=False)
     assert (again["changed"], again["transaction"], again["commands"]) == (False, [], [])
 
 
@@ -340,11 +340,13 @@ def test_node_packages_downgrades_and_removes_over_the_shims(host: FakeHost) -> 
     repo = [{"name": "kubernetes", "url": K8S_DEB, "key_url": "https://k/Release.key"}]
     io = ShimIO(host, DEBIAN, {"https://k/Release.key": KEY})
     converge(io, {**K8S_PARAMS, "packages": ["kubelet=1.34.2"], "repositories": repo}, check_mode=False)
-    result, _ = converge(io, {**K8S_PARAMS, "packages": ["kubelet=1.34.0"], "repositories": repo}, check_mode=False)
+    result, _warnings = converge(
+        io, {**K8S_PARAMS, "packages": ["kubelet=1.34.0"], "repositories": repo}, check_mode=False
+    )
     assert result["transaction"] == [
         {"name": "kubelet", "before": "1.34.2-1.1", "after": "1.34.0-1.1", "action": "downgrade"}
     ]
-    result, _ = converge(io, {**K8S_PARAMS, "packages": ["kubelet"], "state": "absent"}, check_mode=False)
+    result, _warnings = converge(io, {**K8S_PARAMS, "packages": ["kubelet"], "state": "absent"}, check_mode=False)
     assert (result["changed"], result["installed"], installed(host, "kubelet")) == (True, {"kubelet": None}, None)
 
 

@@ -22,7 +22,7 @@ def sign(value: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "expected"),
+    ("first", "second", "expected"),
     [
         ("1.34.2-1.1", "1.34.2-1.1", 0),
         ("1.34.10-1.1", "1.34.2-1.1", 1),  # numbers compare as numbers
@@ -36,13 +36,13 @@ def sign(value: int) -> int:
         ("1.0", "1.0-0", 0),  # no revision is revision 0
     ],
 )
-def test_dpkg_ordering(a: str, b: str, expected: int) -> None:
-    assert sign(dpkg_compare(a, b)) == expected
-    assert sign(dpkg_compare(b, a)) == -expected
+def test_dpkg_ordering(first: str, second: str, expected: int) -> None:
+    assert sign(dpkg_compare(first, second)) == expected
+    assert sign(dpkg_compare(second, first)) == -expected
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "expected"),
+    ("first", "second", "expected"),
     [
         ("1.0", "1.0", 0),
         ("1.0", "2.0", -1),
@@ -63,9 +63,9 @@ def test_dpkg_ordering(a: str, b: str, expected: int) -> None:
         ("5.14.0-503.el9", "5.14.0-503.el9", 0),
     ],
 )
-def test_rpm_ordering(a: str, b: str, expected: int) -> None:
-    assert sign(rpm_compare(a, b)) == expected
-    assert sign(rpm_compare(b, a)) == -expected
+def test_rpm_ordering(first: str, second: str, expected: int) -> None:
+    assert sign(rpm_compare(first, second)) == expected
+    assert sign(rpm_compare(second, first)) == -expected
 
 
 @pytest.mark.parametrize(
