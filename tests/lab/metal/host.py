@@ -227,7 +227,14 @@ class MetalHost:
 
     def _on_boot(self, boot: dict[str, Any]) -> None:
         self._halt_os()
-        self.log.boots.append({"time": time.time(), **boot})
+        if boot.get("settings_jobs"):
+            # Dell: the Lifecycle Controller applies the BIOS jobs in this POST, then resets the server; the boot
+            # device runs after the POST that follows.
+            self.log.boots.append({"time": time.time(), **boot, "post_for": "bios-settings"})
+            self._set_phase(POST, f"applying {boot['settings_jobs']} BIOS configuration job(s), then a reset")
+            self._after(POST_SECONDS, "settings-reset", lambda: self._on_boot({**boot, "settings_jobs": 0}))
+            return
+        self.log.boots.append({"time": time.time(), **boot, "post_for": boot.get("device")})
         self._set_phase(POST, f"booting from {boot.get('device')}")
         self._after(POST_SECONDS, "boot-device", lambda: self._start_from(boot))
 
@@ -553,7 +560,8 @@ class MetalHost:
             "ssh": f"{self.identity.address}:{self.identity.port}",
             "installed": self.disk.installed is not None,
             "installs": len(self.log.installs),
-            "boots": len(self.log.boots),
+            "boots": len(self.log.boots),  # power-on self-tests
+            "posts": [b.get("post_for") for b in self.log.boots],  # what each POST was for, in order
             "shim_calls": [c.as_dict() for c in self.log.shim_calls],
             "modules": sorted(self.modules),
             "config": self.last_config,

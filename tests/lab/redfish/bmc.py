@@ -538,10 +538,17 @@ class BmcState:
         return "UefiBootSeq" if self.bios["BootMode"] == "Uefi" else "BootSeq"
 
     def _host_boot(self) -> None:
-        """One POST: apply scheduled BIOS jobs, maybe revert the order, pick the device, consume one-shots."""
+        """One POST: apply scheduled BIOS jobs, maybe revert the order, pick the device, consume one-shots.
+
+        A Dell BIOS configuration job is applied by the Lifecycle Controller during the POST that follows the
+        power-on, and the server then resets so the new settings take effect: the job costs one more POST before
+        the boot device runs. The host is told (``settings_jobs``) and spends that POST.
+        """
+        settings_jobs = 0
         for job in self.jobs.values():
             if job["JobType"] == "BIOSConfiguration" and job["JobState"] == "Scheduled":
                 self._apply_bios_job(job)
+                settings_jobs += 1
         if self.p.boot_order and not self.p.boot_order_pending:
             pass  # generic: applied at PATCH time
         elif self.pending_boot_order is not None:
@@ -561,7 +568,9 @@ class BmcState:
             self.override_enabled, self.override_target = "Disabled", "None"
         self.scp_boot = {}
         self.counters["host_boot"] += 1
-        self.boot_history.append({"device": device, "via": via, "mode": self.bios["BootMode"]})
+        self.boot_history.append(
+            {"device": device, "via": via, "mode": self.bios["BootMode"], "settings_jobs": settings_jobs}
+        )
         self._notify_power()
         if self.host is not None:
             cd = next((s.image for s in self.slots.values() if s.inserted and "CD" in s.media_types), None)
