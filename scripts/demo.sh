@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # make demo: the collection's main job on the lab digital twin, start to finish.
 #   lab up -> site.yml (up) -> site.yml again (must change nothing) -> down.yml -> lab down
-# One VKE cluster with an A16 and an L40S pool is provisioned, its GPU stack validated, Longhorn RWX
-# storage installed, the cluster adopted into Modelplane and proven to serve (one chat completion through the
-# gateway, phase smoke); then all of it is taken away.
+# Both paths, in one run of the same playbook:
+# - one VKE cluster with an A16 and an L40S pool is provisioned, its GPU stack validated;
+# - one bare-metal cluster (lab-r730) claims the simulated R730 behind the iDRAC8 BMC, installs it from an ISO over
+#   virtual media, then gets the NVIDIA driver, kubeadm with Cilium;
+# each gets Longhorn RWX storage, is adopted into Modelplane and proven to serve (one chat completion through the
+# gateway, phase smoke); then all of it is taken away and the server goes back to its pool, powered off.
 # The timeline callback prints seconds per cluster and phase, and writes JSON + HTML reports to
 # .build/demo/timeline-{up,down}/. Exits non-zero on any failure; the lab is stopped whatever happens.
 set -euo pipefail

@@ -24,9 +24,10 @@ description:
   - Records, for each inventory host (one host is one cluster) and each phase, the seconds its tasks took.
   - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
     role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
-  - Known phases, shown in this order, are C(preflight), C(claim), C(boot), C(install), C(recovery) (bare metal),
-    C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke), C(teardown), C(wipe) and C(release); other names
-    (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and shown after them.
+  - Known phases, shown in this order, are C(preflight), C(claim), C(boot), C(install), C(recovery), C(driver),
+    C(kubernetes) (bare metal), C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke), C(teardown), C(wipe)
+    and C(release); other names (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and
+    shown after them.
   - At the end of the run a table is printed (to standard error instead of standard output when the stdout callback
     writes JSON, so that output stays parseable).
   - When O(output_dir) is set, C(timeline.json) and C(timeline.html) (a self-contained page with one inline SVG
@@ -86,6 +87,8 @@ PHASES = (
     "boot",
     "install",
     "recovery",
+    "driver",
+    "kubernetes",
     "provision",
     "gpu_ready",
     "storage",

@@ -68,9 +68,13 @@ class MetalLab:
         inventory: Path = INVENTORY,
         limit: str = "metal_clusters",
         kill_after: str | None = None,
+        timeline: Path | None = None,
         **extra_vars: Any,
     ) -> PlaybookRun:
+        """site.yml on the lab; with ``timeline``, the timeline callback writes its reports there."""
         env = {"LAB_STATE_DIR": str(self.state), "TMPDIR": str(self.tmp)}
+        if timeline is not None:
+            env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
         if kill_after:
             env.update(
                 ANSIBLE_CALLBACK_PLUGINS=str(KILL_PLUGINS),
@@ -90,7 +94,7 @@ class MetalLab:
 
 
 @contextmanager
-def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None) -> Iterator[MetalLab]:
+def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None, delay_scale: float = DELAY_SCALE) -> Iterator[MetalLab]:
     """The lab on loopback with ``endpoints.yml`` in ``tmp/state`` (``bmcs``: name -> personality)."""
     require_bootloaders()
     state = tmp / "state"
@@ -99,14 +103,14 @@ def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None) -> Iterator[MetalLa
     with (
         ModelplaneEmulator(delay_scale=0.0) as modelplane,
         ArtifactServer(state / "artifacts") as artifacts,
-        RedfishLab(bmcs=specs, delay_scale=DELAY_SCALE, state_dir=state) as redfish,
-        MetalFleet(redfish.states, state, delay_scale=DELAY_SCALE) as fleet,
+        RedfishLab(bmcs=specs, delay_scale=delay_scale, state_dir=state) as redfish,
+        MetalFleet(redfish.states, state, delay_scale=delay_scale) as fleet,
     ):
         described = fleet.describe()
         endpoints = {
             "lab": {
                 "state_dir": str(state),
-                "delay_scale": DELAY_SCALE,
+                "delay_scale": delay_scale,
                 "longhorn_chart_path": str(LONGHORN_STANDIN_CHART),
                 "cilium_chart_path": str(CILIUM_STANDIN_CHART),
                 "helm": str(LAB_HELM) if LAB_HELM.is_file() else "",

@@ -95,14 +95,27 @@ def assert_torn_down(lab: MetalLab, bmc: str, boot_order_before: list[str] | Non
     assert all(state.disk["wwn"] in call["target"] for call in wipes), wipes
 
 
+# The POSTs of an R730 install from a disk-first order (what each was for, in order; see the test below).
+R730_POSTS = ("bios-settings", "VirtualCD", "bios-settings", "Hdd")
+# The timeline's phases of the r730's first up, none "other" (recovery: its two tasks, skipped, which the timeline
+# counts too; smoke: the cluster was installed, so the serving test runs).
+R730_UP_PHASES = (
+    "preflight", "claim", "boot", "install", "recovery", "driver", "kubernetes", "gpu_ready", "storage", "adoption",
+    "smoke",
+)  # fmt: skip
+
+
 @pytest.mark.timeout(1800)
 def test_r730_up_again_and_down(lab: MetalLab) -> None:
     """The iDRAC8 path: installed to SSH with its marker, left alone the second time, torn down."""
     order_before = lab.redfish.states["r730-1"].boot["boot_seq"]
 
-    up = lab.site()
+    up = lab.site(timeline=lab.tmp / "timeline-up")
     assert up.rc == 0, up.stdout[-3000:] + up.stderr[-2000:]
     assert_provisioned(lab, "r730-1")
+    # The timeline shows the bare-metal phases in the order the host went through them.
+    report = json.loads((lab.tmp / "timeline-up" / "timeline.json").read_text())
+    assert list(report["clusters"][CLUSTER]["phases"]) == [*R730_UP_PHASES], report["clusters"][CLUSTER]["phases"]
     boot = lab.redfish.states["r730-1"].boot
     assert boot["boot_seq"][0] == "HardDisk.List.1-1", boot  # disk first, verified after the boot from disk
     # iDRAC8: the virtual CD was put ahead of the disk for the install, only because it was not there.
@@ -111,20 +124,26 @@ def test_r730_up_again_and_down(lab: MetalLab) -> None:
     assert added["host_name"] == "lab-r730-node"
     assert_node_software(lab, "r730-1")
     assert_adopted(lab)
-    # Power-on self-tests from power-on to Ready: the installer's and the installed OS's; the OS installer blacklisted
-    # nouveau, so the driver needed no reboot of its own.
-    assert lab.host("r730-1")["boots"] == 2
+    # Power-on self-tests from power-on to Ready, each with what it was for: the installer's and the installed OS's,
+    # each after the POST in which iDRAC8's Lifecycle Controller applied a boot-order job (virtual CD ahead of the
+    # disk for the install, disk first after it) and reset. The OS installer blacklisted nouveau, so the driver
+    # needed no reboot of its own.
+    assert lab.host("r730-1")["posts"] == [*R730_POSTS]
 
     again = lab.site()
     assert again.rc == 0
     assert again.changed(CLUSTER) == 0, again.stdout[-3000:]
     assert lab.host("r730-1")["installs"] == 1
-    assert lab.host("r730-1")["boots"] == 2
+    assert lab.host("r730-1")["posts"] == [*R730_POSTS]
     assert [c["argv"][0] for c in lab.host("r730-1")["shim_calls"]].count("nvidia-installer") == 1
 
     down = lab.site(cluster_state="absent")
     assert down.rc == 0, down.stdout[-3000:]
     assert_torn_down(lab, "r730-1", order_before)
+    # Kubernetes stepped down on the node before its disk went: kubeadm reset, then the wipe.
+    calls = lab.host("r730-1")["shim_calls"]
+    reset = next(i for i, call in enumerate(calls) if call["argv"][:2] == ["kubeadm", "reset"])
+    assert reset < next(i for i, call in enumerate(calls) if call["action"] == "wipe"), calls[reset:]
     assert lab.modelplane.api.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
 
 

@@ -117,6 +117,22 @@ def test_phase_order() -> None:
     ]
 
 
+def test_phase_order_of_a_bare_metal_cluster() -> None:
+    """The bare-metal phases in the order a host goes through them, from claim to adoption."""
+    seen = ["adoption", "storage", "kubernetes", "driver", "install", "boot", "claim", "preflight", "gpu_ready"]
+    assert tl.phase_order(seen) == [
+        "preflight",
+        "claim",
+        "boot",
+        "install",
+        "driver",
+        "kubernetes",
+        "gpu_ready",
+        "storage",
+        "adoption",
+    ]
+
+
 # --- durations on an injected clock --------------------------------------------------------------
 
 
