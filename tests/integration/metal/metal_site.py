@@ -69,9 +69,11 @@ class MetalLab:
         limit: str = "metal_clusters",
         kill_after: str | None = None,
         timeline: Path | None = None,
+        tags: str | None = None,
         **extra_vars: Any,
     ) -> PlaybookRun:
-        """site.yml on the lab; with ``timeline``, the timeline callback writes its reports there."""
+        """site.yml on the lab; with ``timeline``, the timeline callback writes its reports there; ``tags`` limits the
+        run to those phases (``phase:<name>,...``, as a user's ``--tags``)."""
         env = {"LAB_STATE_DIR": str(self.state), "TMPDIR": str(self.tmp)}
         if timeline is not None:
             env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
@@ -89,6 +91,7 @@ class MetalLab:
             check=check,
             diff=check,
             limit=limit,
+            tags=tags,
             timeout=RUN_TIMEOUT,
         )
 

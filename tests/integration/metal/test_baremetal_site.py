@@ -116,6 +116,9 @@ def test_r730_up_again_and_down(lab: MetalLab) -> None:
     # The timeline shows the bare-metal phases in the order the host went through them.
     report = json.loads((lab.tmp / "timeline-up" / "timeline.json").read_text())
     assert list(report["clusters"][CLUSTER]["phases"]) == [*R730_UP_PHASES], report["clusters"][CLUSTER]["phases"]
+    # The new cluster served one chat completion through the control plane's gateway, answered from this cluster.
+    (smoke,) = report["clusters"][CLUSTER]["smoke"]
+    assert smoke["answer"].startswith(f"Hello from the metalplane lab stand-in on {CLUSTER}"), smoke
     boot = lab.redfish.states["r730-1"].boot
     assert boot["boot_seq"][0] == "HardDisk.List.1-1", boot  # disk first, verified after the boot from disk
     # iDRAC8: the virtual CD was put ahead of the disk for the install, only because it was not there.

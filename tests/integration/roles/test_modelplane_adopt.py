@@ -225,8 +225,9 @@ def test_modelplane_adopt_lifecycle(
     # 2. Adoption: Secret, class generated from the nodes' GPUs, cluster, readiness, DRA devices.
     up = run_role(playbook, mp, kubeconfig, ansible_tmp, timeline=tmp_path / "up")
     assert up.rc == 0, failure(up)
-    # The role's tasks count as adoption for the timeline (the argument validation and the include as other).
-    assert phase_tasks(tmp_path / "up").keys() == {"adoption", "other"}
+    # The role's tasks count as adoption for the timeline, its two gpu_ready waits as gpu_ready (the argument
+    # validation and the include as other).
+    assert phase_tasks(tmp_path / "up").keys() == {"adoption", "gpu_ready", "other"}
     assert phase_tasks(tmp_path / "up")["adoption"] >= 6
     adopted = up.task(ADOPT, CLUSTER)
     assert adopted["cluster"]["ready"] is True
