@@ -37,7 +37,8 @@ FORBIDDEN_CITATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # Generated or binary content that is not prose a user reads.
-SKIPPED_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache"})
+# .state: the lab's run-time state (logs, kubeconfigs) that `make demo`/`labctl up` write into inventories/lab.
+SKIPPED_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".state"})
 
 
 def shipped_files(root: Path, dirs: Iterable[str] = SHIPPED_DIRS) -> list[Path]:

@@ -568,9 +568,10 @@ class BmcState:
             self.override_enabled, self.override_target = "Disabled", "None"
         self.scp_boot = {}
         self.counters["host_boot"] += 1
-        self.boot_history.append(
-            {"device": device, "via": via, "mode": self.bios["BootMode"], "settings_jobs": settings_jobs}
-        )
+        boot = {"device": device, "via": via, "mode": self.bios["BootMode"]}
+        if settings_jobs:
+            boot["settings_jobs"] = settings_jobs
+        self.boot_history.append(boot)
         self._notify_power()
         if self.host is not None:
             cd = next((s.image for s in self.slots.values() if s.inserted and "CD" in s.media_types), None)
