@@ -23,7 +23,7 @@ from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.metal.testiso import HostSpec
 from lab.redfish.bmc import BmcSpec, BmcState
 
-WAIT = 30.0  # seconds; every transition is instant at delay scale 0, this only bounds a failure
+WAIT = 120.0  # seconds; every transition is instant at delay scale 0, this only bounds a failure
 SSH = "/usr/bin/ssh"
 CASES = (
     "good",

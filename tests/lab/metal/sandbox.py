@@ -33,8 +33,9 @@ from typing import IO
 INIT_SCRIPT = Path(__file__).with_name("sandbox_init.py")
 UNSHARE_ARGS = ("--user", "--map-root-user", "--mount", "--pid", "--uts", "--fork")
 NSENTER_ARGS = ("--user", "--mount", "--pid", "--uts", "--root", "--wd")
-# How long a sandbox's PID 1 gets to build its root and say "ready" (a few mounts: well under 1 s).
-START_TIMEOUT = 15.0
+# How long a sandbox's PID 1 gets to build its root and say "ready": a few mounts, well under 1 s; only a failure
+# waits this long, and a loaded CI runner must not turn a slow start into one.
+START_TIMEOUT = 60.0
 PROBE_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
 # The skeleton every host's root starts from (merged-/usr layout, as Debian 12, EL 9+, Ubuntu).

@@ -35,7 +35,9 @@ import asyncssh
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ACCEPTED_ENV_PREFIXES = ("LANG", "LC_")
 CHUNK = 65536
-START_TIMEOUT = 10.0  # seconds to bind a host's listener
+# Seconds a host's thread waits for the SSH loop to bind or drop a listener. Only a failure waits this long; a
+# loaded CI runner (three test lanes on two cores) has been seen to keep the loop from answering for over 10 s.
+LOOP_CALL_TIMEOUT = 60.0
 # Run the user's shell from the home directory, as sshd does: `$SHELL -c "$command"`.
 SESSION_WRAPPER = 'cd "$HOME" 2>/dev/null || cd /; exec "$0" -c "$1"'
 LOGIN_WRAPPER = 'cd "$HOME" 2>/dev/null || cd /; exec "$0" -l'
@@ -128,7 +130,7 @@ class SshService:
         self._servers: dict[str, asyncssh.SSHAcceptor] = {}
         self._connections: dict[str, set[asyncssh.SSHServerConnection]] = {}
 
-    def _call(self, coro: Coroutine[Any, Any, Any], timeout: float = START_TIMEOUT) -> Any:
+    def _call(self, coro: Coroutine[Any, Any, Any], timeout: float = LOOP_CALL_TIMEOUT) -> Any:
         future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result(timeout)
 
@@ -163,6 +165,8 @@ class SshService:
 
     def stop_host(self, name: str) -> None:
         """Stop listening and drop every connection at once, as a host losing power does."""
+        if name not in self._servers and not self._connections.get(name):
+            return  # nothing listens: a power event of a host whose OS never came up needs no trip to the loop
         if self._loop.is_running():
             self._call(self._stop(name))
 
