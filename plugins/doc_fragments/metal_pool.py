@@ -73,6 +73,12 @@ options:
           serial:
             description: Serial number as the drive reports it.
             type: str
+      system_path:
+        description:
+          - The Redfish System of the server, C(/redfish/v1/Systems/<id>). Only the C(metal3) provisioner uses it,
+            for a BMC that is not an iDRAC (Metal3's C(redfish-virtualmedia) address names the System); an iDRAC's
+            is C(/redfish/v1/Systems/System.Embedded.1).
+        type: str
   requirements:
     description:
       - What a host must have for the cluster; each is checked against the inventory's facts and against what the

@@ -239,6 +239,9 @@ options:
               serial:
                 description: Serial number as udev reports it (C(ID_SERIAL_SHORT)).
                 type: str
+          system_path:
+            description: The Redfish System, C(/redfish/v1/Systems/<id>) (the C(metal3) provisioner's generic BMCs).
+            type: str
   namespace:
     description: Namespace of the claim Leases on the control plane (C(host_claim)'s default).
     type: str

@@ -34,6 +34,7 @@ HOST_KEYS = (
     "ca_cert",
     "facts",
     "root_disk",
+    "system_path",
 )
 # Facts a person may write about a host, checked against the requirements before any BMC is asked.
 FACT_KEYS = ("gpu_model", "gpu_count", "memory_gib", "disks", "model")
@@ -70,6 +71,13 @@ class Host:
     # The install disk by a stable identity, ``{"wwn": "0x..."}`` or ``{"serial": "..."}``; recorded with the
     # claim at install time, so a teardown wipes that disk even if the inventory changed since.
     root_disk: Mapping[str, str] = field(default_factory=dict)
+    # The Redfish System of a BMC that serves several (``/redfish/v1/Systems/<id>``); Metal3's generic
+    # redfish-virtualmedia address names it. An iDRAC has one, at a fixed path.
+    system_path: str | None = None
+
+    def credentials(self) -> dict[str, str]:
+        """The BMC login, as a Metal3 credentials Secret holds it (``username``, ``password``)."""
+        return {"username": self.username, "password": self.password}
 
     def public(self) -> dict[str, Any]:
         """What a result may show about the host (no credentials)."""
@@ -80,6 +88,7 @@ class Host:
             "personality": self.personality,
             "facts": dict(self.facts),
             "root_disk": dict(self.root_disk),
+            "system_path": self.system_path,
         }
 
 
@@ -116,6 +125,7 @@ POOL_HOST_VARIABLES: tuple[tuple[str, str, Any], ...] = (
     ("validate_certs", "bmc_validate_certs", True),
     ("ca_cert", "bmc_ca_cert", None),
     ("root_disk", "root_disk", {}),
+    ("system_path", "bmc_system_path", None),
     ("facts", "host_facts", {}),
 )
 POOL_GROUP_PREFIX = "pool_"
@@ -192,6 +202,15 @@ def parse_root_disk(field_name: str, value: Any) -> dict[str, str]:
     return {"wwn": f"0x{ident}"} if kind == "wwn" else {"serial": ident}
 
 
+def _system_path(field_name: str, value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    path = str(value).strip().rstrip("/")
+    if not re.match(r"^/redfish/v1/Systems/[^/\s]+$", path):
+        raise InputError(field_name, f"{value!r} must be a Redfish System path, e.g. /redfish/v1/Systems/1")
+    return path
+
+
 def parse_hosts(value: Sequence[Mapping[str, Any]] | None, pool: str) -> list[Host]:
     """Validate the ``hosts`` option: at least one host, unique names and MACs, well-formed fields."""
     # Imported here: ``_redfish.args`` imports Ansible's env_fallback, which the unit tests have anyway.
@@ -247,6 +266,7 @@ def parse_hosts(value: Sequence[Mapping[str, Any]] | None, pool: str) -> list[Ho
                 ca_cert=str(entry["ca_cert"]) if entry.get("ca_cert") else None,
                 facts=dict(facts),
                 root_disk=parse_root_disk(f"{where}.root_disk", entry.get("root_disk")),
+                system_path=_system_path(f"{where}.system_path", entry.get("system_path")),
             )
         )
     return hosts

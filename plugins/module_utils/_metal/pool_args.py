@@ -28,6 +28,7 @@ HOST_OPTIONS: dict[str, dict[str, Any]] = {
     "ca_cert": {"type": "path"},
     "facts": {"type": "dict"},
     "root_disk": {"type": "dict", "options": {"wwn": {"type": "str"}, "serial": {"type": "str"}}},
+    "system_path": {"type": "str"},
 }
 
 REQUIREMENT_OPTIONS: dict[str, dict[str, Any]] = {

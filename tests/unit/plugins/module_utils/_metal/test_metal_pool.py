@@ -210,6 +210,7 @@ FULL_HOST_VARS = {
     "bmc_ca_cert": "/etc/ca.pem",
     "root_disk": {"wwn": "0x5000c500a1b2c3d4"},
     "host_facts": {"gpu_model": "V100", "gpu_count": 2},
+    "bmc_system_path": "/redfish/v1/Systems/System.Embedded.1",
     "ansible_connection": "local",  # not a pool host key: never passed on
 }
 FULL_ENTRY = {
@@ -222,6 +223,7 @@ FULL_ENTRY = {
     "validate_certs": False,
     "ca_cert": "/etc/ca.pem",
     "root_disk": {"wwn": "0x5000c500a1b2c3d4"},
+    "system_path": "/redfish/v1/Systems/System.Embedded.1",
     "facts": {"gpu_model": "V100", "gpu_count": 2},
 }
 EMPTY_ENTRY = {
@@ -234,6 +236,7 @@ EMPTY_ENTRY = {
     "validate_certs": True,
     "ca_cert": None,
     "root_disk": {},
+    "system_path": None,
     "facts": {},
 }
 
