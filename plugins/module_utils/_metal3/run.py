@@ -339,6 +339,7 @@ class Metal3Run:
         self.inputs = parse_inputs(self.params)
         self.changed = False
         self.events: list[str] = []
+        self.would_register: list[dict[str, Any]] = []  # check mode: the hosts a real run would register first
 
     # ---------------------------------------------------------------- reads
     def pool_hosts(self) -> list[dict[str, Any]]:
@@ -417,6 +418,7 @@ class Metal3Run:
         for registration in plan.create:
             touched.add(registration.name)
             if self.module.check_mode:
+                self.would_register.append(registration.host())
                 continue
             credentials = by_name[registration.name].credentials()
             # The Secret first (a BareMetalHost without it goes to a registration error at once), then the host,
@@ -456,6 +458,8 @@ class Metal3Run:
         attempts = 0
         while True:
             hosts = self.pool_hosts()
+            registered = {str(_meta(h).get("name")) for h in hosts}
+            hosts += [h for h in self.would_register if str(_meta(h).get("name")) not in registered]
             chosen, assessed = choose(hosts, self.inputs, self.facts())
             if chosen is not None and b.held_by(chosen, self.inputs.cluster):
                 return dict(chosen), []
@@ -474,6 +478,10 @@ class Metal3Run:
                 self.events.append(f"claimed {_meta(claimed).get('name')}")
                 return claimed, assessed
             waiting = [c for c in assessed if c.on_its_way]
+            if self.module.check_mode and self.would_register:
+                # A real run would register these and claim the first once available: report that one.
+                self.changed = True
+                return min(self.would_register, key=lambda h: str(_meta(h).get("name"))), assessed
             if not waiting or self.clock() >= end or self.module.check_mode:
                 reasons = "; ".join(f"{c.name}: {c.reason}" for c in assessed) or "no BareMetalHost matches"
                 raise NotFoundError(
@@ -712,9 +720,9 @@ def run_metal3_host(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     params = module.params
+    parse_inputs(params)  # every input checked before the first call
     if params.get("state", "present") == "present":
-        parse_node_config(params)  # every input checked before the first call
-    parse_inputs(params)
+        parse_node_config(params)
     with opened_store(module, store_factory) as store:
         run = Metal3Run(module, store, clock=clock, sleep=sleep)
         return run.present() if params.get("state", "present") == "present" else run.absent()
