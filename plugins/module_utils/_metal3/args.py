@@ -18,15 +18,21 @@ from . import bmh as b
 from .run import DEFAULT_NAMESPACE, DEFAULT_WAIT_TIMEOUT
 
 
-def metal3_host_argument_spec() -> dict[str, Any]:
-    """A fresh dict of ``metal3_host``'s options (documented in the module)."""
+def metal3_pool_argument_spec() -> dict[str, Any]:
+    """The pool's options with the BareMetalHosts' namespace, the cluster and the selector (both modules)."""
     spec = metal_pool_argument_spec()
     spec["namespace"] = {"type": "str", "default": DEFAULT_NAMESPACE}
+    spec["cluster"] = {"type": "str", "required": True}
+    spec["host_selector"] = {"type": "dict"}
+    return spec
+
+
+def metal3_host_argument_spec() -> dict[str, Any]:
+    """A fresh dict of ``metal3_host``'s options (documented in the module)."""
+    spec = metal3_pool_argument_spec()
     spec.update(
         {
-            "cluster": {"type": "str", "required": True},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-            "host_selector": {"type": "dict"},
             "image": {
                 "type": "dict",
                 "options": {

@@ -657,6 +657,36 @@ class Metal3Run:
                 current = self.get_host(name)
         raise ConflictError(f"BareMetalHost {self.inputs.namespace}/{name} kept changing; its claim was not cleared")
 
+    def info(self) -> dict[str, Any]:
+        """The host the cluster holds (or None), with the public half of its install's SSH host key."""
+        held = sorted(
+            (h for h in self.pool_hosts() if b.held_by(h, self.inputs.cluster)), key=lambda h: str(_meta(h)["name"])
+        )
+        if not held:
+            return {"changed": False, "host": None}
+        host = held[0]
+        name = str(_meta(host)["name"])
+        kept = self.read_secret(name + b.USER_DATA_SUFFIX)
+        spec = host.get("spec") or {}
+        generation = generation_of(host)
+        return {
+            "changed": False,
+            "host": {
+                "name": name,
+                "namespace": self.inputs.namespace,
+                "cluster": self.inputs.cluster,
+                "generation": generation,
+                "boot_mac": spec.get("bootMACAddress"),
+                "bmc_address": (spec.get("bmc") or {}).get("address"),
+                "owned": b.owned(host),
+                "image": (spec.get("image") or {}).get("url"),
+                "ssh_host_public_key": kept.get(HOST_KEY_PUBLIC_KEY)
+                if kept.get(b.GENERATION_ANNOTATION) == str(generation)
+                else None,
+                "status": b.status_of(host),
+            },
+        }
+
     def result(
         self, host: Mapping[str, Any], node: NodeConfig, *, registered: list[str], skipped: list[dict[str, Any]]
     ) -> dict[str, Any]:
@@ -710,6 +740,16 @@ def opened_store(module: Any, store_factory: Callable[[Mapping[str, Any]], Any] 
         close = getattr(store, "close", None)
         if close is not None:
             close()
+
+
+def run_metal3_host_info(
+    module: Any,
+    *,
+    store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> dict[str, Any]:
+    parse_inputs(module.params)
+    with opened_store(module, store_factory) as store:
+        return Metal3Run(module, store).info()
 
 
 def run_metal3_host(

@@ -89,7 +89,9 @@ class MemoryObjects:
         self.writes.append(f"replace {body['kind']} {meta['name']}")
         return copy.deepcopy(obj)
 
-    def patch(self, _api_version: str, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+    def patch(
+        self, _api_version: str, kind: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
         key = self._key(kind, namespace, name)
         current = self.objects[key]
         merged = merge_patch({k: v for k, v in current.items() if k != "status"}, dict(patch))
@@ -98,7 +100,7 @@ class MemoryObjects:
         if obj["status"] is None:
             obj.pop("status")
         self.objects[key] = obj
-        self.writes.append(f"patch {kind} {name} {sorted((patch.get('spec') or {}))}")
+        self.writes.append(f"patch {kind} {name} {sorted(patch.get('spec') or {})}")
         return copy.deepcopy(obj)
 
     def delete(self, _api_version: str, kind: str, namespace: str, name: str) -> bool:

@@ -78,7 +78,12 @@ def test_a_good_image_becomes_the_spec(image: dict[str, Any], spec: dict[str, An
             None,
             "idrac-virtualmedia+https://127.0.0.1:8443/bmc/r730-1/redfish/v1/Systems/System.Embedded.1",
         ),
-        ("http://10.0.0.5:8000", None, "/redfish/v1/Systems/1", "redfish-virtualmedia+http://10.0.0.5:8000/redfish/v1/Systems/1"),
+        (
+            "http://10.0.0.5:8000",
+            None,
+            "/redfish/v1/Systems/1",
+            "redfish-virtualmedia+http://10.0.0.5:8000/redfish/v1/Systems/1",
+        ),
     ],
 )
 def test_bmc_address_by_personality(url: str, personality: str | None, system: str | None, address: str) -> None:

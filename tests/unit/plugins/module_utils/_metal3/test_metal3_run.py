@@ -14,7 +14,11 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     NotFoundError,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._metal3 import bmh as b
-from ansible_collections.metalplane.inference.plugins.module_utils._metal3.run import Metal3Failed, run_metal3_host
+from ansible_collections.metalplane.inference.plugins.module_utils._metal3.run import (
+    Metal3Failed,
+    run_metal3_host,
+    run_metal3_host_info,
+)
 
 SECRET = "bmc-s3cret"
 SHA256 = "b" * 64
@@ -93,7 +97,12 @@ def test_present_registers_claims_the_first_host_by_name_and_provisions(lab: Any
     assert result["changed"] is True
     assert result["registered"] == ["r730-a", "r730-b"]
     host = result["host"]
-    assert (host["name"], host["status"]["state"], host["generation"], host["owned"]) == ("r730-a", "provisioned", 1, True)
+    assert (host["name"], host["status"]["state"], host["generation"], host["owned"]) == (
+        "r730-a",
+        "provisioned",
+        1,
+        True,
+    )
     obj = store.get(b.API_VERSION, b.KIND, "metal3", "r730-a")
     assert obj is not None
     spec = obj["spec"]
@@ -107,7 +116,9 @@ def test_present_registers_claims_the_first_host_by_name_and_provisions(lab: Any
     assert spec["online"] is True
     assert spec["preprovisioningNetworkDataName"] == "r730-a-network-data"
     assert spec["networkData"] == {"name": "r730-a-network-data", "namespace": "metal3"}
-    assert spec["bmc"]["address"] == "idrac-virtualmedia+https://r730-a.idrac.example/redfish/v1/Systems/System.Embedded.1"
+    assert (
+        spec["bmc"]["address"] == "idrac-virtualmedia+https://r730-a.idrac.example/redfish/v1/Systems/System.Embedded.1"
+    )
     assert store.secret("r730-a-bmc-secret") == {"username": "root", "password": SECRET}
     user_data = store.secret("r730-a-user-data")
     assert host["ssh_host_public_key"] == user_data["sshHostKeyPublic"]
@@ -289,3 +300,17 @@ def test_bad_input_fails_before_any_call(overrides: dict[str, Any], field: str) 
     with pytest.raises(InputError) as caught:
         run_metal3_host(module, store_factory=no_store)
     assert caught.value.field == field
+
+
+def test_info_returns_the_held_host_and_its_pinned_key(lab: Any) -> None:
+    store, metal3 = lab
+    module = Module(params())
+    assert run_metal3_host_info(module, store_factory=lambda _p: store)["host"] is None
+    provisioned, _module = run(store, metal3)
+    info = run_metal3_host_info(Module(params()), store_factory=lambda _p: store)
+    assert info["changed"] is False
+    assert info["host"]["name"] == "r730-a"
+    assert info["host"]["ssh_host_public_key"] == provisioned["host"]["ssh_host_public_key"]
+    assert info["host"]["status"]["state"] == "provisioned"
+    run(store, metal3, state="absent")
+    assert run_metal3_host_info(Module(params()), store_factory=lambda _p: store)["host"] is None
