@@ -173,6 +173,12 @@ options:
     description: With O(state=absent), delete the BareMetalHost too, if this collection registered it.
     type: bool
     default: false
+  after_recovery:
+    description:
+      - The Redfish recovery the caller ran after this module's last failure (its C(error.recovery)), returned as
+        RV(recovered_by) so the run's timeline shows it as a recovery. It changes nothing in what the module does.
+    type: str
+    choices: [boot_order, bmc_reset]
 seealso:
   - module: metalplane.inference.host_claim
   - name: Metal3 BareMetalHost API
@@ -270,6 +276,10 @@ released:
   returned: when state is absent
   type: list
   elements: str
+recovered_by:
+  description: O(after_recovery), or V(none).
+  returned: when state is present
+  type: str
 events:
   description: What this run did, in order.
   returned: always

@@ -15,6 +15,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.args 
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool_args import metal_pool_argument_spec
 
 from . import bmh as b
+from . import progress as p
 from .run import DEFAULT_NAMESPACE, DEFAULT_WAIT_TIMEOUT
 
 
@@ -65,6 +66,7 @@ def metal3_host_argument_spec() -> dict[str, Any]:
             **wait_argument_spec(DEFAULT_WAIT_TIMEOUT),
             "state_timeouts": {"type": "dict"},
             "delete_host": {"type": "bool", "default": False},
+            "after_recovery": {"type": "str", "choices": [p.RECOVER_BOOT_ORDER, p.RECOVER_BMC_RESET]},
         }
     )
     return spec

@@ -711,6 +711,8 @@ class Metal3Run:
             "registered": registered,
             "skipped_hosts": skipped,
             "events": self.events,
+            # The Redfish cure the role ran before this call, as the timeline's recovery event (``recovered_by``).
+            "recovered_by": self.params.get("after_recovery") or "none",
         }
 
 
