@@ -55,10 +55,12 @@ BOOT_ERROR_TYPES = ("inspection error", "provisioning error", "preparation error
 ERRORS_BEFORE_RECOVERY = 2
 # States in which the deploy ramdisk must boot from the virtual CD.
 RAMDISK_STATES = (b.STATE_INSPECTING, b.STATE_PREPARING, b.STATE_PROVISIONING, b.STATE_DEPROVISIONING)
-# States that never lead to the goal by themselves.
+# States that never lead to the goal. Deprovisioning on the way to provisioned (a present after an interrupted
+# absent) and provisioning on the way to released are not among them: with the image set again (or cleared),
+# baremetal-operator finishes the step under way and then turns back.
 DEAD_ENDS = {
-    GOAL_PROVISIONED: (b.STATE_DEPROVISIONING, b.STATE_POWERING_OFF_BEFORE_DELETE, b.STATE_DELETING),
-    GOAL_RELEASED: (b.STATE_PROVISIONING, b.STATE_POWERING_OFF_BEFORE_DELETE, b.STATE_DELETING),
+    GOAL_PROVISIONED: (b.STATE_POWERING_OFF_BEFORE_DELETE, b.STATE_DELETING, b.STATE_UNMANAGED),
+    GOAL_RELEASED: (b.STATE_POWERING_OFF_BEFORE_DELETE, b.STATE_DELETING, b.STATE_UNMANAGED),
 }
 
 

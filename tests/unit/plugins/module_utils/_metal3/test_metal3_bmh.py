@@ -229,7 +229,9 @@ VERDICTS: list[tuple[str, list[tuple[float, dict[str, Any]]], bool, bool, str | 
         True,
         "boot_order",
     ),
-    ("provisioned", [(0, _host("deprovisioning"))], False, True, None),
+    ("provisioned", [(0, _host("deprovisioning"))], False, False, None),  # a present after an interrupted absent
+    ("provisioned", [(0, _host("deleting"))], False, True, None),
+    ("released", [(0, _host("provisioning"))], False, False, None),  # an absent after an interrupted present
     ("released", [(0, _host("available", poweredOn=False))], True, False, None),
     ("released", [(0, _host("available", poweredOn=True))], False, False, None),
     ("released", [(0, _host("ready", poweredOn=False))], True, False, None),

@@ -314,3 +314,13 @@ def test_info_returns_the_held_host_and_its_pinned_key(lab: Any) -> None:
     assert info["host"]["status"]["state"] == "provisioned"
     run(store, metal3, state="absent")
     assert run_metal3_host_info(Module(params()), store_factory=lambda _p: store)["host"] is None
+
+
+def test_present_after_an_interrupted_absent_provisions_again(lab: Any) -> None:
+    store, metal3 = lab
+    run(store, metal3)
+    store.patch(b.API_VERSION, b.KIND, "metal3", "r730-a", b.DEPROVISION_PATCH)  # a teardown killed right here
+    metal3.sleep(1)
+    assert b.status_of(store.get(b.API_VERSION, b.KIND, "metal3", "r730-a") or {})["state"] == "deprovisioning"
+    result, _module = run(store, metal3)
+    assert (result["host"]["name"], result["host"]["status"]["state"]) == ("r730-a", "provisioned")
