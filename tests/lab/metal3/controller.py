@@ -57,6 +57,9 @@ from lab.metal3.redfish import RedfishClient, RedfishFailure
 Obj = dict[str, Any]
 
 TICK = 0.1  # seconds between looks at the BareMetalHost list (new hosts get a worker within one tick)
+# Real seconds between a stable host's power checks (available, provisioned: spec.online against the BMC's power).
+# A change to the host (spec, annotations, finalizers, deletion) wakes its worker at once, as a watch wakes BMO.
+STABLE_POLL = 1.0
 # Seconds (times delay_scale) the simulated BMO/Ironic spends in a state's own work: registration's driver
 # validation, inspection's hardware collection, writing the image.
 REGISTER_SECONDS = 2.0
@@ -204,6 +207,8 @@ class Metal3Controller:
         self.transitions: dict[tuple[str, str], list[Transition]] = {}
         self._host = host
         self._workers: dict[str, threading.Thread] = {}
+        self._kicks: dict[str, threading.Event] = {}  # uid -> set when the host changed since its worker looked
+        self._seen: dict[str, Any] = {}  # uid -> what of the host, when changed, wakes its worker
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._httpd: ThreadingHTTPServer | None = None
@@ -283,6 +288,11 @@ class Metal3Controller:
             for bmh in hosts:
                 meta = bmh["metadata"]
                 uid = meta["uid"]
+                seen = (meta.get("generation"), meta.get("deletionTimestamp"), meta.get("annotations"),
+                        meta.get("finalizers"))  # fmt: skip
+                if self._seen.get(uid) != seen:
+                    self._seen[uid] = seen
+                    self._kicks.setdefault(uid, threading.Event()).set()
                 worker = self._workers.get(uid)
                 if worker is None or not worker.is_alive():
                     worker = threading.Thread(
@@ -295,7 +305,9 @@ class Metal3Controller:
                     worker.start()
 
     def _work(self, namespace: str, name: str, uid: str) -> None:
+        kick = self._kicks.setdefault(uid, threading.Event())
         while not self._stop.is_set():
+            kick.clear()
             try:
                 bmh = self.get(namespace, name)
                 if bmh is None or bmh["metadata"]["uid"] != uid:
@@ -312,7 +324,9 @@ class Metal3Controller:
                 wait = 1.0
             if wait is None:
                 return
-            self._stop.wait(wait)
+            deadline = time.monotonic() + wait
+            while not self._stop.is_set() and not kick.is_set() and time.monotonic() < deadline:
+                kick.wait(min(TICK, max(0.0, deadline - time.monotonic())))
 
     # ------------------------------------------------------------------------------ status
     def _write(self, bmh: Obj, status: Obj) -> None:
@@ -594,7 +608,7 @@ class Metal3Controller:
             status["poweredOn"] = powered
             self._complete(status, status["provisioning"]["state"])
             self._write(bmh, status)
-        return TICK
+        return STABLE_POLL
 
     def _available(self, bmh: Obj, status: Obj) -> float:
         image = ((bmh.get("spec") or {}).get("image") or {}).get("url")
