@@ -311,6 +311,8 @@ class Metal3Controller:
             try:
                 bmh = self.get(namespace, name)
                 if bmh is None or bmh["metadata"]["uid"] != uid:
+                    self._kicks.pop(uid, None)
+                    self._seen.pop(uid, None)
                     return
                 wait = self._step(bmh)
             except ApiError as exc:
