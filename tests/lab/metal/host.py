@@ -13,6 +13,8 @@ Lifecycle (``phase``)::
     off -> post -> installing -> (poweroff) off | (reboot) post ... | (halt) installer-halted
                 -> installer-waiting (the configuration would prompt) / installer-failed
                 -> os-booting -> os-up (reachable, or not: ``unreachable`` says why) / os-halted
+                -> agent-running (a provisioning agent's ramdisk: lab.metal3 writes an image with
+                   ``image_written`` or cleans the disk with ``metadata_cleaned``)
                 -> no-boot-device (PXE, the empty physical drive, a disk without an OS, an ISO the
                    firmware cannot boot)
 
@@ -78,6 +80,20 @@ OS_BOOTING, OS_UP, OS_HALTED, NO_BOOT_DEVICE, POWER_TRANSITION = (
     "no-boot-device",
     "power-transition",
 )
+# A provisioning agent's ramdisk runs (lab.metal3's stand-in for Ironic Python Agent, booted from the virtual CD):
+# the agent writes images and cleans disks when its controller says so (``image_written``, ``metadata_cleaned``).
+AGENT_RUNNING = "agent-running"
+# The ISO 9660 volume identifier that marks an ISO as that ramdisk: the host runs the agent instead of an
+# installer. Kept equal to lab.metal3.controller's deploy ISO (which imports it).
+AGENT_VOLUME_ID = "METALPLANE_LAB_IPA"
+ISO_VOLUME_ID = slice(16 * 2048 + 40, 16 * 2048 + 72)  # the primary volume descriptor's volume identifier bytes
+
+
+def iso_volume_id(path: Path) -> str:
+    """The volume identifier of the ISO 9660 image at ``path`` ("" when it has none)."""
+    with path.open("rb") as image:
+        image.seek(ISO_VOLUME_ID.start)
+        return image.read(ISO_VOLUME_ID.stop - ISO_VOLUME_ID.start).decode("ascii", "replace").strip()
 
 
 class Bmc(Protocol):
@@ -268,12 +284,15 @@ class MetalHost:
             shutil.copyfileobj(answer, out)
         return target
 
-    def _boot_installer(self, url: str | None, firmware: str) -> None:
+    def _boot_installer(self, url: str | None, firmware: str) -> None:  # noqa: PLR0911 - one exit per way it ends
         if not url:
             self._set_phase(NO_BOOT_DEVICE, "the virtual CD holds no image")
             return
         try:
             iso = self._fetch(url)
+            if iso_volume_id(iso) == AGENT_VOLUME_ID:
+                self._set_phase(AGENT_RUNNING, f"the provisioning agent's ramdisk from {url} runs")
+                return
             config = read_install_media(iso, firmware)
         except (OSError, urllib.error.URLError) as exc:
             self._set_phase(NO_BOOT_DEVICE, f"the virtual CD image {url} cannot be read: {exc}")
@@ -360,6 +379,29 @@ class MetalHost:
         self.disk.write("/etc/passwd", ("\n".join(passwd) + "\n").encode())
         self.disk.write("/etc/group", ("\n".join(group) + "\n").encode())
         return homes
+
+    # --------------------------------------------------------------- provisioning agent (lab.metal3)
+    def image_written(self, config: InstallConfig) -> None:
+        """The running provisioning agent wrote a disk image whose first boot applies ``config`` (its config
+        drive, as cloud-init reads it: lab.metal3.configdrive): the old installation is gone, and the next boot
+        from disk comes up as ``config`` says, through the installer path's record and network rules."""
+        with self._lock:
+            if self.phase != AGENT_RUNNING:
+                msg = f"{self.name}: no provisioning agent runs (phase {self.phase})"
+                raise RuntimeError(msg)
+            self.disk.wipe()
+            self.last_config = config.summary()
+            self._write_installation(config)
+            self.log.installs.append({"time": time.time(), **config.summary()})
+
+    def metadata_cleaned(self) -> None:
+        """The running provisioning agent erased the disk's metadata (Ironic's automated cleaning in
+        ``metadata`` mode wipes partition tables): nothing on the disk boots any more."""
+        with self._lock:
+            if self.phase != AGENT_RUNNING:
+                msg = f"{self.name}: no provisioning agent runs (phase {self.phase})"
+                raise RuntimeError(msg)
+            self.disk.wipe()
 
     # ------------------------------------------------------------------------------ installed OS
     def _boot_disk(self) -> None:

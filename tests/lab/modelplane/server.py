@@ -162,9 +162,13 @@ class ModelplaneEmulator:
         crds: tuple[Obj, ...] = CRDS,
         replica_ready_after: float = 5.0,
         gateway_ready_after: float = 2.0,
+        extra_crds: tuple[Obj, ...] = (),
     ) -> None:
         self.delay_scale = delay_scale
         self.crds = crds  # lab.modelplane.crds: generated from the reference XRDs, or the fallback
+        # More CRDs to serve on the same control plane, e.g. Metal3's BareMetalHost (lab.metal3.contract.bmh_crd):
+        # a management cluster that runs Modelplane and Metal3 side by side. Opt-in: none by default.
+        self.extra_crds = extra_crds
         self.backend_ready_after = backend_ready_after
         self.publish_slices = publish_slices
         self._tmp = None if state_dir else tempfile.mkdtemp(prefix="modelplane-lab-")
@@ -213,7 +217,7 @@ class ModelplaneEmulator:
         self.api.start()
         if self.api.get("v1", "Namespace", NAMESPACE) is None:
             self.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        for crd in self.crds:
+        for crd in (*self.crds, *self.extra_crds):
             self.api.create(crd)
         self._wait_served()
         self._stop.clear()
@@ -230,12 +234,18 @@ class ModelplaneEmulator:
         """Until discovery lists every CRD's resource (0.5 s x delay_scale after creation) and every CRD
         reports Established (its status write comes last: a caller that then counts writes sees none)."""
         deadline = time.monotonic() + timeout
-        wanted = {crd["spec"]["names"]["plural"] for crd in self.crds}
+        crds = (*self.crds, *self.extra_crds)
+        wanted: dict[str, set[str]] = {}  # group/version -> plurals
+        for crd in crds:
+            version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
+            wanted.setdefault(f"{crd['spec']['group']}/{version}", set()).add(crd["spec"]["names"]["plural"])
         while True:
             with contextlib.suppress(ApiError):
-                listed = self.api.call("GET", f"/apis/{API_VERSION}")
-                served = wanted <= {r["name"] for r in listed.get("resources") or []}
-                if served and all(self._established(crd["metadata"]["name"]) for crd in self.crds):
+                served = all(
+                    plurals <= {r["name"] for r in self.api.call("GET", f"/apis/{gv}").get("resources") or []}
+                    for gv, plurals in wanted.items()
+                )
+                if served and all(self._established(crd["metadata"]["name"]) for crd in crds):
                     return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"Modelplane CRDs not served after {timeout} s")

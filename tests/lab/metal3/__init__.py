@@ -1,0 +1,1 @@
+"""A simulated Metal3 (baremetal-operator + Ironic) for the lab; see docs/testing/metal3-lab.md."""
