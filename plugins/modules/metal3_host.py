@@ -142,8 +142,10 @@ options:
     default: metadata
   inspection_mode:
     description:
-      - C(spec.inspectionMode) of the hosts this module registers. V(disabled) saves the inspection boot when the
-        pool already knows the hardware; left out, Metal3 inspects.
+      - C(spec.inspectionMode) of the hosts this module registers. Left out, V(disabled) for a host whose
+        O(hosts[].facts) the pool lists (the inspection boot is saved, and it would boot the deploy ramdisk before
+        any static network is known for the host, which hangs on a segment without DHCP), else Metal3's default
+        (it inspects).
     type: str
     choices: [disabled, agent, fast]
   disable_certificate_verification:

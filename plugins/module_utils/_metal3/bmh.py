@@ -74,6 +74,7 @@ DISK_FORMATS = ("raw", "qcow2", "vdi", "vmdk", "live-iso")
 BOOT_MODES = ("UEFI", "UEFISecureBoot", "legacy")
 CLEANING_MODES = ("metadata", "disabled")
 INSPECTION_MODES = ("disabled", "agent", "fast")
+INSPECTION_DISABLED = "disabled"
 # Hex digest lengths of the checksum types, to catch a sha256 value labelled md5 before Ironic does (after a boot).
 DIGEST_HEX_LENGTHS = {"md5": 32, "sha256": 64, "sha512": 128}
 _HEX = re.compile(r"^[0-9a-fA-F]+$")

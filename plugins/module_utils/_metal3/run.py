@@ -197,7 +197,9 @@ def registration_for(inputs: Inputs, host: Host) -> b.Registration:
         boot_mode=inputs.boot_mode,
         disable_certificate_verification=inputs.disable_cert_verification or not host.validate_certs,
         root_device_hints=b.root_device_hints(host.root_disk),
-        inspection_mode=inputs.inspection_mode,
+        # Inspection boots the deploy ramdisk before any cluster claims the host, so before any static network is
+        # known for it: on a segment without DHCP it hangs. A host whose facts the pool already lists skips it.
+        inspection_mode=inputs.inspection_mode or (b.INSPECTION_DISABLED if host.facts else None),
         labels=dict(inputs.selector),
     )
 

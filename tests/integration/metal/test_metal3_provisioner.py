@@ -1,0 +1,190 @@
+"""The baremetal_host role with ``provisioner: metal3`` against the lab's simulated Metal3 (lab.metal3).
+
+What runs is the shipped role and modules (``metal3_host``, ``metal3_host_info``, the Redfish recovery modules),
+through ansible-playbook, against Metal3's own BareMetalHost CRD served by the lab API, a controller that drives
+the lab iDRAC8 over Redfish like Ironic does, and a simulated R730 that boots the written image with the config
+drive the collection wrote. So the node answering SSH with its pinned key and marker proves the userData and
+networkData Secrets say what cloud-init needs; the CRD's schema checks every object written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lab.metal.fleet import MetalFleet
+from lab.metal.sandbox import SandboxUnavailable, probe
+from lab.metal3 import contract as c
+from lab.metal3.controller import Metal3Controller
+from lab.modelplane.server import ModelplaneEmulator
+from lab.redfish.personality import LAB_PASSWORD, LAB_USERNAME
+from lab.redfish.server import BmcSpec, RedfishLab
+from support.playbook import PlaybookRun, run_playbook
+
+NAMESPACE = "metal3"
+CLUSTER = "lab-m3"
+BMC = "r730-m3"
+PLAYBOOK = [
+    {
+        "name": "Bare-metal clusters through Metal3",
+        "hosts": "metal_clusters",
+        "gather_facts": False,
+        "roles": [
+            {
+                "role": "metalplane.inference.baremetal_host",
+                "vars": {"baremetal_host_state": "{{ cluster_state }}"},
+            }
+        ],
+    }
+]
+IMAGE = {
+    "imageURL": "http://images.lab/CENTOS_10_NODE_IMAGE_K8S_v1.36.2.qcow2",
+    "imageChecksum": "0" * 64,
+    "imageChecksumType": "sha256",
+    "imageDiskFormat": "qcow2",
+}
+RUN_TIMEOUT = 600
+# The recovery run (about 70 s: Ironic's retries and the iDRAC's reset window) is in make test-metal.
+FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
+ROLE = "metalplane.inference.baremetal_host : "  # how the JSON report names a role's tasks
+
+
+@dataclass
+class Lab:
+    api: Any
+    redfish: RedfishLab
+    fleet: MetalFleet
+    metal3: Metal3Controller
+    tmp: Path
+    inventory: Path
+
+    def bmh(self) -> dict[str, Any]:
+        found = self.api.get(c.API_VERSION, c.KIND, BMC, namespace=NAMESPACE)
+        assert found is not None
+        return found
+
+    def site(self, state: str = "present", **extra: Any) -> PlaybookRun:
+        env = {"TMPDIR": str(self.tmp)}
+        return run_playbook(
+            PLAYBOOK,
+            inventory=self.inventory,
+            extra_vars={"cluster_state": state, **extra},
+            env=env,
+            timeout=RUN_TIMEOUT,
+        )
+
+
+def write_inventory(tmp: Path, redfish: RedfishLab, fleet: MetalFleet, kubeconfig: str) -> Path:
+    described = fleet.describe()
+    host = described["hosts"][BMC]
+    inventory = {
+        "all": {
+            "children": {
+                "metal_clusters": {
+                    "hosts": {
+                        CLUSTER: {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                            "baremetal_host_provisioner": "metal3",
+                            "baremetal_host_pool": "m3",
+                            "baremetal_host_kubeconfig": kubeconfig,
+                            "baremetal_host_requirements": {"gpu_model": "V100"},
+                            "baremetal_host_node_ip": f"{host['ssh_address']}/{host['prefix']}",
+                            "baremetal_host_gateway": host["gateway"],
+                            "baremetal_host_dns": [host["gateway"]],
+                            "baremetal_host_ssh_port": host["ssh_port"],
+                            "baremetal_host_ssh_authorized_key": described["ssh_key"]["public_key"],
+                            "baremetal_host_ssh_private_key_file": described["ssh_key"]["private_key_file"],
+                            "baremetal_host_iso_dir": str(tmp / "keys"),
+                            "baremetal_host_metal3_image": IMAGE,
+                            "baremetal_host_install_timeout": 300,
+                            "baremetal_host_boot_timeout": 120,
+                            "baremetal_host_power_off_timeout": 60,
+                        }
+                    }
+                },
+                "pool_m3": {
+                    "hosts": {
+                        BMC: {
+                            "bmc_url": redfish.url(BMC),
+                            "bmc_username": LAB_USERNAME,
+                            "bmc_password": LAB_PASSWORD,
+                            "bmc_personality": "idrac8",
+                            "bmc_ca_cert": redfish.ca_path,
+                            "boot_mac": host["boot_mac"],
+                            "root_disk": {"wwn": host["root_disk"]["wwn"]},
+                            "host_facts": {"gpu_model": "Tesla V100-PCIE-16GB", "gpu_count": 2},
+                        }
+                    }
+                },
+            }
+        }
+    }
+    path = tmp / "inventory.yml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    try:
+        probe()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"the host sandboxes cannot run here: {exc}")
+    tmp = tmp_path_factory.mktemp("metal3-role")
+    with (
+        ModelplaneEmulator(delay_scale=0.0, extra_crds=(c.bmh_crd(),), publish_slices=False) as mp,
+        RedfishLab([BmcSpec(name=BMC, personality="idrac8")], delay_scale=0.0, state_dir=tmp) as redfish,
+        MetalFleet(redfish.states, tmp, 0.0) as fleet,
+        Metal3Controller(mp.api, fleet, ca_path=redfish.ca_path, delay_scale=0.0) as metal3,
+    ):
+        mp.ensure_namespace(NAMESPACE)
+        inventory = write_inventory(tmp, redfish, fleet, str(mp.kubeconfig_path))
+        yield Lab(mp.api, redfish, fleet, metal3, tmp, inventory)
+        assert not metal3.errors, metal3.errors
+
+
+def ok(run: PlaybookRun) -> PlaybookRun:
+    assert run.rc == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    return run
+
+
+def test_up_again_and_down(lab: Lab) -> None:
+    up = ok(lab.site())
+    bmh = lab.bmh()
+    assert bmh["status"]["provisioning"]["state"] == c.STATE_PROVISIONED
+    assert bmh["spec"]["consumerRef"]["name"] == CLUSTER
+    assert bmh["spec"]["bmc"]["address"].startswith("idrac-virtualmedia+https://")
+    # the role logged in with the pinned key and read this claim's marker
+    assert up.task(ROLE + "Check that the marker is this claim's", CLUSTER).get("failed") is not True
+    assert lab.fleet.host(BMC).snapshot()["phase"] == "os-up"
+
+    again = ok(lab.site())
+    assert again.changed(CLUSTER) == 0, [t["task"]["name"] for p in again.report["plays"] for t in p["tasks"]
+                                         if t["hosts"].get(CLUSTER, {}).get("changed")]  # fmt: skip
+
+    ok(lab.site("absent"))
+    bmh = lab.bmh()
+    assert bmh["status"]["provisioning"]["state"] == c.STATE_AVAILABLE
+    assert bmh["status"]["poweredOn"] is False
+    assert "consumerRef" not in bmh["spec"]
+    assert "image" not in bmh["spec"]
+    assert lab.redfish.bmc(BMC).power_state == "Off"
+    assert ok(lab.site("absent")).changed(CLUSTER) == 0
+
+
+@pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
+def test_a_virtual_media_failure_is_recovered_by_an_idrac_reset(lab: Lab) -> None:
+    lab.redfish.bmc(BMC).inject("insert_vrm0021_until_reset")
+    up = ok(lab.site())
+    waited = up.task(ROLE + "Wait again for Metal3 (Ironic retries the step)", CLUSTER)
+    assert waited["recovered_by"] == "bmc_reset"
+    assert up.task(ROLE + "Reset the iDRAC (virtual media mount failed)", CLUSTER)["changed"] is True
+    assert lab.bmh()["status"]["provisioning"]["state"] == c.STATE_PROVISIONED
+    ok(lab.site("absent"))
