@@ -157,7 +157,7 @@ def parse_bmc_address(address: str) -> BmcAddress:
     transport; the virtual media drivers need the system's path (``/redfish/v1/Systems/<id>``).
     """
     split = urlsplit(address)
-    driver, _, transport = split.scheme.partition("+")
+    driver, _plus, transport = split.scheme.partition("+")
     transport = transport or "https"
     if driver not in VIRTUALMEDIA_DRIVERS:
         msg = f"Unknown BMC type '{split.scheme}' for address {address}"  # bmc.UnknownBMCTypeError's text
