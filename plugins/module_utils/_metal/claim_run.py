@@ -19,8 +19,8 @@ import dataclasses
 import getpass
 import re
 import socket
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
@@ -28,6 +28,8 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     InputError,
     MetalplaneError,
 )
+from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
 
 from . import claims as c
 from .pool import (
@@ -44,8 +46,6 @@ from .pool import (
 HINT_PREFIX = "mp:"
 # Conflicting updates of one Lease (a generation bump, a release) are re-read and retried this often.
 WRITE_ATTEMPTS = 4
-# Seconds per control-plane request.
-KUBE_REQUEST_TIMEOUT = 30.0
 _POOL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 NAME_MAX = 63
@@ -131,35 +131,14 @@ def open_redfish(api_timeout: int) -> BmcOpener:
     return lambda host: RedfishBmc(host, api_timeout)
 
 
-def connect_store(params: Mapping[str, Any]) -> Any:
+def connect_store(params: Mapping[str, Any]) -> c.KubeLeaseStore:
     """A ``KubeLeaseStore`` on the Modelplane control plane (its kubeconfig, never K8S_AUTH_*)."""
-    from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KubeClient
-
-    auth = {"kubeconfig": params["kubeconfig"], "context": params.get("context")}
-    if params.get("validate_certs") is not None:
-        auth["validate_certs"] = params["validate_certs"]
-    client = KubeClient.from_auth({k: v for k, v in auth.items() if v is not None})
-    return c.KubeLeaseStore(client, KUBE_REQUEST_TIMEOUT)
+    return c.KubeLeaseStore(object_store.connect(params))
 
 
-@contextmanager
-def opened_store(module: Any, store_factory: StoreFactory | None = None) -> Iterator[Any]:
-    """The claim store of one module run, closed when the run is done.
-
-    The real store (``connect_store``, which needs the kubernetes library) unless a test passes its own factory.
-    """
-    if store_factory is None:
-        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
-
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        store_factory = connect_store
-    store = store_factory(module.params)
-    try:
-        yield store
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
+def opened_store(module: Any, store_factory: StoreFactory | None = None) -> AbstractContextManager[Any]:
+    """The claim store of one module run (``connect_store`` unless a test passes its own factory), closed after."""
+    return object_store.opened_store(module, store_factory, connect_store)
 
 
 def require_sushy(module: Any) -> None:
@@ -367,7 +346,7 @@ class ClaimRun:
             return dataclasses.replace(c.claim_from_lease(body), since=None)
         try:
             written = self.store.replace(body) if previous is not None else self.store.create(body)
-        except c.LeaseConflict:
+        except Conflict:
             now = self.store.get(self.ns, body["metadata"]["name"])
             holder = c.claim_from_lease(now) if now else None
             if holder is not None and holder.cluster == self.cluster:
@@ -440,7 +419,7 @@ class ClaimRun:
                 return c.claim_from_lease(body)
             try:
                 return c.claim_from_lease(self.store.replace(body))
-            except c.LeaseConflict:
+            except Conflict:
                 fresh = self.store.get(self.ns, claim.lease)
                 if fresh is None:
                     raise ConflictError(f"host {host.name!r} was released while bumping its generation") from None
@@ -536,7 +515,7 @@ class ClaimRun:
             try:
                 self.store.delete(self.ns, current.lease, uid=current.uid, resource_version=current.resource_version)
                 return
-            except c.LeaseConflict:
+            except Conflict:
                 fresh = self.store.get(self.ns, current.lease)
                 if fresh is None:
                     return  # someone else released it: the outcome asked for

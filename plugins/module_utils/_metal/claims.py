@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import KubeObjectStore
 
 from .pool import Host, Requirements, fact_mismatches
 
@@ -72,12 +72,6 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN_MAX = 253
 LABEL_VALUE_MAX = 63
-
-
-class LeaseConflict(ApiError):
-    """409: the Lease was created, changed or deleted by someone else since it was read."""
-
-    kind = "conflict"
 
 
 def _digest(*parts: str) -> str:
@@ -311,7 +305,7 @@ def choose_host(
 
 # --------------------------------------------------------------------------------------------- store
 class LeaseStore(Protocol):
-    """The five Lease calls a claim needs; 409 raises ``LeaseConflict``, a missing Lease reads as None/False."""
+    """The five Lease calls a claim needs; 409 raises ``object_store.Conflict``, a missing Lease reads as None/False."""
 
     def list(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
@@ -324,106 +318,28 @@ class LeaseStore(Protocol):
     def delete(self, namespace: str, name: str, *, uid: str, resource_version: str) -> bool: ...
 
 
-NOT_FOUND = 404
-CONFLICT = 409
-
-
 class KubeLeaseStore:
-    """``LeaseStore`` over the collection's ``KubeClient`` (``_kube/client.py``)."""
+    """``LeaseStore`` over the shared ``KubeObjectStore`` (``_kube/object_store.py``): the Lease kind, and deletes
+    guarded by ``uid`` and ``resourceVersion``."""
 
-    def __init__(self, client: Any, request_timeout: float) -> None:
-        self.client = client
-        self.timeout = (min(5.0, request_timeout), request_timeout)
-        self._resource: Any = None
+    def __init__(self, objects: KubeObjectStore) -> None:
+        self.objects = objects
 
     def close(self) -> None:
-        self.client.close()
-
-    @property
-    def resource(self) -> Any:
-        if self._resource is None:
-            self._resource = self.client.resource(LEASE_API, LEASE_KIND)
-        return self._resource
-
-    def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import (
-            _transport_errors,
-            translate,
-        )
-
-        try:
-            return fn(*args, **kwargs)
-        except _transport_errors() as exc:
-            status = getattr(exc, "status", None)
-            if status == CONFLICT:
-                raise LeaseConflict(f"{doing}: the Lease changed meanwhile (HTTP 409)", status=CONFLICT) from None
-            if status == NOT_FOUND:
-                return None
-            error = translate(exc, doing)
-            raise ApiError(error.msg, status=error.status) from None
+        self.objects.close()
 
     def list(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
-        items, _version = self.client.list(
-            self.resource, namespace=namespace, label_selector=label_selector, request_timeout=self.timeout[1]
-        )
-        return items
+        return self.objects.list(LEASE_API, LEASE_KIND, namespace, label_selector)
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        found = self._call(
-            f"Reading Lease {namespace}/{name}",
-            self.client.dynamic.get,
-            self.resource,
-            name=name,
-            namespace=namespace,
-            _request_timeout=self.timeout,
-        )
-        return None if found is None else found.to_dict()
+        return self.objects.get(LEASE_API, LEASE_KIND, namespace, name)
 
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        meta = body["metadata"]
-        created = self._call(
-            f"Creating Lease {meta['namespace']}/{meta['name']}",
-            self.client.dynamic.create,
-            self.resource,
-            body=dict(body),
-            namespace=meta["namespace"],
-            _request_timeout=self.timeout,
-        )
-        if created is None:  # 404 on a create: the namespace does not exist
-            raise ApiError(
-                f"Creating Lease {meta['namespace']}/{meta['name']}: namespace {meta['namespace']!r} does not exist on"
-                " the control plane; create it or set namespace to one that exists",
-                status=NOT_FOUND,
-            )
-        return created.to_dict()
+        return self.objects.create(body)
 
     def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        meta = body["metadata"]
-        found = self._call(
-            f"Updating Lease {meta['namespace']}/{meta['name']}",
-            self.client.dynamic.replace,
-            self.resource,
-            body=dict(body),
-            namespace=meta["namespace"],
-            _request_timeout=self.timeout,
-        )
-        if found is None:  # deleted between our read and this update: someone released it; re-plan
-            raise LeaseConflict(f"Updating Lease {meta['namespace']}/{meta['name']}: it was deleted meanwhile")
-        return found.to_dict()
+        return self.objects.replace(body)
 
     def delete(self, namespace: str, name: str, *, uid: str, resource_version: str) -> bool:
-        body = {
-            "apiVersion": "v1",
-            "kind": "DeleteOptions",
-            "preconditions": {"uid": uid, "resourceVersion": resource_version},
-        }
-        done = self._call(
-            f"Deleting Lease {namespace}/{name}",
-            self.client.dynamic.delete,
-            self.resource,
-            name=name,
-            namespace=namespace,
-            body=body,
-            _request_timeout=self.timeout,
-        )
-        return done is not None
+        preconditions = {"uid": uid, "resourceVersion": resource_version}
+        return self.objects.delete(LEASE_API, LEASE_KIND, namespace, name, preconditions)

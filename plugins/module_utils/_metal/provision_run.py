@@ -31,6 +31,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     WaitTimeout,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff, Poll, wait_for
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
 
 from . import claims as c
 from . import provision as pv
@@ -198,7 +199,7 @@ class Claimed:
             body = {**current, "metadata": meta}
             try:
                 written = self.store.replace(body)
-            except c.LeaseConflict:
+            except Conflict:
                 fresh = self.store.get(self.inputs.namespace, self.claim.lease)
                 if fresh is None:
                     raise ConflictError(f"the claim of host {self.claim.host!r} was released meanwhile") from None

@@ -25,8 +25,8 @@ Secrets deleted, and with ``delete_host`` the BareMetalHost itself, only if this
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +39,12 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     NotFoundError,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._common.waiting import Backoff
+from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import (
+    Conflict,
+    ObjectStore,
+    StoreFactory,
+)
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.claim_run import default_claimer
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import (
     Host,
@@ -51,7 +57,6 @@ from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool i
 from . import bmh as b
 from . import config_drive as cd
 from . import progress as p
-from .store import Conflict, ObjectStore
 
 SECRET_API = "v1"
 SECRET_KIND = "Secret"
@@ -60,7 +65,6 @@ SECRET_KIND = "Secret"
 HOST_KEY_KEY = "sshHostKey"
 HOST_KEY_PUBLIC_KEY = "sshHostKeyPublic"
 CLAIM_ATTEMPTS = 5  # re-plans after a 409: another consumer took the host between our read and our write
-KUBE_REQUEST_TIMEOUT = 30.0
 DEFAULT_NAMESPACE = "metal3"  # metal3-dev-env's and the Metal3 user guide's namespace for BareMetalHosts
 DEFAULT_WAIT_TIMEOUT = 7200
 POLL = Backoff(initial=2.0, cap=15.0)
@@ -718,38 +722,15 @@ class Metal3Run:
         }
 
 
-def connect_store(params: Mapping[str, Any]) -> Any:
-    from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KubeClient
-
-    from .store import KubeObjectStore
-
-    auth = {"kubeconfig": params.get("kubeconfig"), "context": params.get("context")}
-    if params.get("validate_certs") is not None:
-        auth["validate_certs"] = params["validate_certs"]
-    client = KubeClient.from_auth({k: v for k, v in auth.items() if v is not None})
-    return KubeObjectStore(client, KUBE_REQUEST_TIMEOUT)
-
-
-@contextmanager
-def opened_store(module: Any, store_factory: Callable[[Mapping[str, Any]], Any] | None) -> Iterator[Any]:
-    if store_factory is None:
-        from ansible_collections.metalplane.inference.plugins.module_utils._kube.client import KUBERNETES_IMPORT_ERROR
-
-        module.require("kubernetes", KUBERNETES_IMPORT_ERROR)
-        store_factory = connect_store
-    store = store_factory(module.params)
-    try:
-        yield store
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
+def opened_store(module: Any, store_factory: StoreFactory | None) -> AbstractContextManager[Any]:
+    """The BareMetalHosts' management cluster (``object_store.connect`` unless a test passes its own factory)."""
+    return object_store.opened_store(module, store_factory, object_store.connect)
 
 
 def run_metal3_host_info(
     module: Any,
     *,
-    store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    store_factory: StoreFactory | None = None,
 ) -> dict[str, Any]:
     parse_inputs(module.params)
     with opened_store(module, store_factory) as store:
@@ -759,7 +740,7 @@ def run_metal3_host_info(
 def run_metal3_host(
     module: Any,
     *,
-    store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    store_factory: StoreFactory | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:

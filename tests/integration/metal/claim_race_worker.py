@@ -69,9 +69,10 @@ def contend(params: dict[str, Any], rounds: int, start: Any, done: Any, results:
         connect_store,
         run_host_claim,
     )
+    from ansible_collections.metalplane.inference.plugins.module_utils._metal.claims import LEASE_API, LEASE_KIND
 
     store = connect_store(params)
-    _unused = store.resource  # discovery now, not inside the race
+    store.objects.resource(LEASE_API, LEASE_KIND)  # discovery now, not inside the race
     try:
         for round_number in range(rounds):
             start.wait()

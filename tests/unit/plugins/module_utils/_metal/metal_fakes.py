@@ -1,7 +1,7 @@
 """In-memory stand-ins for the control plane's Lease API and for BMCs, with the semantics the claim relies on.
 
 ``MemoryLeaseStore`` behaves like the API server where it matters: ``create`` of an existing name and ``replace``
-or ``delete`` with a stale ``resourceVersion``/``uid`` raise ``LeaseConflict`` (409); every write bumps the
+or ``delete`` with a stale ``resourceVersion``/``uid`` raise ``Conflict`` (409); every write bumps the
 ``resourceVersion``; list filters by label selector. ``FakeBmc`` answers with a chosen inventory and AssetTag.
 Both record every call, so a test can assert that nothing was written.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
-from ansible_collections.metalplane.inference.plugins.module_utils._metal.claims import LeaseConflict
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import Host, Inventory, Requirements
 
 WRITES = ("create", "replace", "delete")
@@ -66,7 +66,7 @@ class MemoryLeaseStore:
         if self.before_write is not None:
             self.before_write("create", body)
         if self._key(body) in self.objects:
-            raise LeaseConflict("AlreadyExists", status=409)
+            raise Conflict("AlreadyExists", status=409)
         return self.put(body)
 
     def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ class MemoryLeaseStore:
             self.before_write("replace", body)
         live = self.objects.get(self._key(body))
         if live is None or live["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
-            raise LeaseConflict("Conflict", status=409)
+            raise Conflict("Conflict", status=409)
         obj = copy.deepcopy(dict(body))
         obj["metadata"]["uid"] = live["metadata"]["uid"]
         obj["metadata"]["resourceVersion"] = str(next(self._versions))
@@ -88,7 +88,7 @@ class MemoryLeaseStore:
         if live is None:
             return False
         if live["metadata"]["uid"] != uid or live["metadata"]["resourceVersion"] != resource_version:
-            raise LeaseConflict("precondition", status=409)
+            raise Conflict("precondition", status=409)
         del self.objects[(namespace, name)]
         return True
 

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._metal3.store import Conflict
+from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
 
 Key = tuple[str, str, str]
 
