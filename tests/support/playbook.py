@@ -8,9 +8,14 @@ from ansible.posix gives each task's result per host.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,23 +67,20 @@ class PlaybookRun:
         return int(self.stats.get(host, {}).get("changed", 0))
 
 
-def run_playbook(
+@contextmanager
+def _prepared(
     tasks_or_plays: list[dict[str, Any]] | str | Path,
     *,
-    inventory: str | Path | None = None,
-    extra_vars: dict[str, Any] | None = None,
-    check: bool = False,
-    diff: bool = False,
-    verbosity: int = 0,
-    env: dict[str, str] | None = None,
-    timeout: float = 600,
-    tags: str | None = None,
-    limit: str | None = None,
-) -> PlaybookRun:
-    """Run a playbook file, or a list of tasks wrapped in one local play, and parse the JSON report.
-
-    A list of dicts is treated as *tasks* when none of them has ``hosts``; otherwise as plays.
-    """
+    inventory: str | Path | None,
+    extra_vars: dict[str, Any] | None,
+    check: bool,
+    diff: bool,
+    verbosity: int,
+    env: dict[str, str] | None,
+    tags: str | None,
+    limit: str | None,
+) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The ansible-playbook command line and environment, with the playbook and extra vars files it names."""
     with tempfile.TemporaryDirectory(prefix="mp-play-") as tmp:
         tmpdir = Path(tmp)
         if isinstance(tasks_or_plays, list):
@@ -109,14 +111,84 @@ def run_playbook(
         check_tmpdir(run_env)
         run_env.setdefault("METALPLANE_TEST_PYTHON", sys.executable)
         run_env["ANSIBLE_PYTHON_INTERPRETER"] = sys.executable
+        yield cmd, run_env
+
+
+def _parsed(rc: int, stdout: str, stderr: str) -> PlaybookRun:
+    report: dict[str, Any] = {}
+    start = stdout.find("{")
+    if start >= 0:
+        try:
+            report = json.loads(stdout[start:])
+        except json.JSONDecodeError:
+            report = {}
+    return PlaybookRun(rc=rc, stdout=stdout, stderr=stderr, report=report)
+
+
+def run_playbook(
+    tasks_or_plays: list[dict[str, Any]] | str | Path,
+    *,
+    inventory: str | Path | None = None,
+    extra_vars: dict[str, Any] | None = None,
+    check: bool = False,
+    diff: bool = False,
+    verbosity: int = 0,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    tags: str | None = None,
+    limit: str | None = None,
+) -> PlaybookRun:
+    """Run a playbook file, or a list of tasks wrapped in one local play, and parse the JSON report.
+
+    A list of dicts is treated as *tasks* when none of them has ``hosts``; otherwise as plays.
+    """
+    options = {"check": check, "diff": diff, "verbosity": verbosity, "tags": tags, "limit": limit}
+    with _prepared(tasks_or_plays, inventory=inventory, extra_vars=extra_vars, env=env, **options) as (cmd, run_env):
         proc = subprocess.run(
             cmd, cwd=REPO_ROOT, env=run_env, capture_output=True, text=True, timeout=timeout, check=False
         )
-    report: dict[str, Any] = {}
-    start = proc.stdout.find("{")
-    if start >= 0:
+    return _parsed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_playbook_killed_when(
+    tasks_or_plays: list[dict[str, Any]] | str | Path,
+    kill_when: Callable[[], bool],
+    *,
+    inventory: str | Path | None = None,
+    extra_vars: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    poll: float = 0.2,
+) -> PlaybookRun:
+    """Run a playbook and SIGKILL it, workers and module processes included, as soon as ``kill_when()`` holds.
+
+    Why the whole process group: a controller that dies (power cut, OOM, a cancelled AWX job's pod) takes the
+    module it was running with it; killing only ansible-playbook would leave its forked worker finishing the
+    module's wait, and the "killed" run would quietly complete. ``rc`` is -9 when the kill happened, or the
+    playbook's own exit status when it ended before ``kill_when`` held (the caller asserts which it expects).
+    """
+    options = {"check": False, "diff": False, "verbosity": 0, "tags": None, "limit": None}
+    with (
+        _prepared(tasks_or_plays, inventory=inventory, extra_vars=extra_vars, env=env, **options) as (cmd, run_env),
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+    ):
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env=run_env, stdout=out, stderr=err, text=True, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
         try:
-            report = json.loads(proc.stdout[start:])
-        except json.JSONDecodeError:
-            report = {}
-    return PlaybookRun(rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, report=report)
+            while proc.poll() is None:
+                if kill_when():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                time.sleep(poll)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return _parsed(proc.returncode, out.read(), err.read())

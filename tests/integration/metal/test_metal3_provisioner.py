@@ -25,7 +25,7 @@ from lab.metal3.controller import Metal3Controller
 from lab.modelplane.server import ModelplaneEmulator
 from lab.redfish.personality import LAB_PASSWORD, LAB_USERNAME
 from lab.redfish.server import BmcSpec, RedfishLab
-from support.playbook import PlaybookRun, run_playbook
+from support.playbook import PlaybookRun, run_playbook, run_playbook_killed_when
 
 NAMESPACE = "metal3"
 CLUSTER = "lab-m3"
@@ -53,6 +53,7 @@ RUN_TIMEOUT = 600
 # The recovery run (about 70 s: Ironic's retries and the iDRAC's reset window) is in make test-metal.
 FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
 ROLE = "metalplane.inference.baremetal_host : "  # how the JSON report names a role's tasks
+SIGKILLED = -9
 
 
 @dataclass
@@ -69,6 +70,12 @@ class Lab:
         assert found is not None
         return found
 
+    def state(self) -> str:
+        return str(((self.bmh().get("status") or {}).get("provisioning") or {}).get("state") or "")
+
+    def installs(self) -> int:
+        return len(self.fleet.host(BMC).log.installs)
+
     def site(self, state: str = "present", **extra: Any) -> PlaybookRun:
         env = {"TMPDIR": str(self.tmp)}
         return run_playbook(
@@ -78,6 +85,25 @@ class Lab:
             env=env,
             timeout=RUN_TIMEOUT,
         )
+
+    def site_killed_in(self, metal3_state: str, state: str = "present") -> PlaybookRun:
+        """The role's run SIGKILLed (with its module) while Metal3 holds the host in ``metal3_state``.
+
+        The lab's controller holds the host there (Ironic busy writing the image or cleaning) until the run is
+        dead, then goes on: as on real hardware, Metal3 finishes what the killed run asked for.
+        """
+        self.metal3.held.add(metal3_state)
+        try:
+            return run_playbook_killed_when(
+                PLAYBOOK,
+                lambda: self.state() == metal3_state,
+                inventory=self.inventory,
+                extra_vars={"cluster_state": state},
+                env={"TMPDIR": str(self.tmp)},
+                timeout=RUN_TIMEOUT,
+            )
+        finally:
+            self.metal3.held.discard(metal3_state)
 
 
 def write_inventory(tmp: Path, redfish: RedfishLab, fleet: MetalFleet, kubeconfig: str) -> Path:
@@ -177,6 +203,29 @@ def test_up_again_and_down(lab: Lab) -> None:
     assert "image" not in bmh["spec"]
     assert lab.redfish.bmc(BMC).power_state == "Off"
     assert ok(lab.site("absent")).changed(CLUSTER) == 0
+
+
+def test_a_run_killed_mid_provisioning_and_mid_cleaning_resumes(lab: Lab) -> None:
+    installs = lab.installs()
+    killed = lab.site_killed_in(c.STATE_PROVISIONING)
+    assert killed.rc == SIGKILLED, killed.stdout[-3000:] + killed.stderr[-3000:]
+
+    resumed = ok(lab.site())
+    bmh = lab.bmh()
+    assert bmh["status"]["provisioning"]["state"] == c.STATE_PROVISIONED
+    assert bmh["spec"]["consumerRef"]["name"] == CLUSTER
+    assert lab.installs() == installs + 1  # the resumed run waited for the killed run's install; none was added
+    # the key pinned by the resumed run is the one the killed run wrote into the config drive
+    assert resumed.task(ROLE + "Check that the marker is this claim's", CLUSTER).get("failed") is not True
+
+    killed = lab.site_killed_in(c.STATE_DEPROVISIONING, "absent")
+    assert killed.rc == SIGKILLED, killed.stdout[-3000:] + killed.stderr[-3000:]
+    ok(lab.site("absent"))
+    bmh = lab.bmh()
+    assert bmh["status"]["provisioning"]["state"] == c.STATE_AVAILABLE
+    assert bmh["status"]["poweredOn"] is False
+    assert "consumerRef" not in bmh["spec"]
+    assert lab.redfish.bmc(BMC).power_state == "Off"
 
 
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
