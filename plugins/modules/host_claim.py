@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: host_claim
-short_description: Claim a free bare-metal host of a pool for a cluster (a Lease on the Modelplane control plane)
+short_description: Claim a free bare-metal host of a pool for a cluster (a Lease, or a Metal3 BareMetalHost)
 version_added: 0.1.0
 description:
   - With O(state=present), returns the host of O(pool) that cluster O(cluster) holds, or claims one. The same
@@ -24,6 +24,15 @@ description:
   - With O(state=absent), releases the claim of O(cluster) (deletes its Lease, guarded by uid and
     C(resourceVersion)) and clears the hint. Releasing a host claimed by another cluster needs O(force=true).
     Releasing a host that is not claimed changes nothing.
+  - With O(backend=metal3) the claim is the C(spec.consumerRef) of a Metal3 C(BareMetalHost) in O(namespace) on the
+    management cluster O(kubeconfig) names, as CAPM3 claims hosts, so no other Metal3 consumer can take it. The pool
+    is the BareMetalHosts O(host_selector) selects, the first C(available) one by name whose O(hosts[].facts) fit
+    O(requirements) is claimed with a C(resourceVersion)-guarded update, and a lost race (409) moves to the next.
+    The hosts must be registered already (by M(metalplane.inference.metal3_host) or the platform team); a host still
+    registering or inspecting is skipped, never awaited. No Lease and no BMC hint is written, and no BMC is asked.
+  - With O(backend=metal3) and O(state=absent), a host that still holds an image or a config drive is refused
+    (deprovision it first with M(metalplane.inference.metal3_host) O(state=absent)), since releasing it would hand a running
+    node to the next consumer. O(reinstall) is not offered with this backend.
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes
@@ -39,6 +48,24 @@ attributes:
     details:
       - Shows the Lease before and after (labels, annotations, spec); it holds no secret.
 options:
+  backend:
+    description:
+      - Where the claim lives. V(lease) is a C(coordination.k8s.io/v1) Lease per host on the Modelplane control
+        plane (the C(redfish) provisioner's). V(metal3) is the BareMetalHost's C(consumerRef) (see the description).
+    type: str
+    choices: [lease, metal3]
+    default: lease
+  namespace:
+    description:
+      - Namespace of the claims. Default C(modelplane-system) (it exists on every Modelplane control plane, and this
+        collection already writes there) with O(backend=lease), C(metal3) (the BareMetalHosts' namespace) with
+        O(backend=metal3).
+    type: str
+  host_selector:
+    description:
+      - With O(backend=metal3), the labels a BareMetalHost must carry to belong to the pool (CAPM3's
+        C(hostSelector.matchLabels)). Default C(metalplane.inference/pool=<pool>).
+    type: dict
   cluster:
     description: Name of the cluster that claims the host (a DNS-1123 label), the Lease's C(holderIdentity).
     type: str
@@ -104,6 +131,14 @@ EXAMPLES = r"""
         ca_cert: /etc/pki/idrac-ca.pem
         facts: {gpu_model: Tesla V100-PCIE-32GB, gpu_count: 2, disks: [/dev/sda]}
 
+- name: Claim a registered BareMetalHost instead (Metal3 keeps the claim in its consumerRef)
+  metalplane.inference.host_claim:
+    kubeconfig: "{{ management_kubeconfig }}"
+    backend: metal3
+    cluster: r730-dc1
+    pool: r730
+    hosts: "{{ pool_hosts }}"
+    requirements: {gpu_model: V100}
 - name: Release the cluster's host
   metalplane.inference.host_claim:
     kubeconfig: "{{ modelplane_kubeconfig }}"
@@ -147,7 +182,10 @@ host:
       description: Who claimed it.
       type: str
     lease:
-      description: C(namespace/name) of the Lease.
+      description: C(namespace/name) of the Lease; null with O(backend=metal3).
+      type: str
+    bare_metal_host:
+      description: With O(backend=metal3), C(namespace/name) of the claimed BareMetalHost.
       type: str
     root_disk:
       description: As given in O(hosts[].root_disk) (normalised), empty when not given.
@@ -172,13 +210,17 @@ host:
     claimer: ops@controller-1
     lease: modelplane-system/metal-claim.r730.r730-a
 skipped_hosts:
-  description: Hosts passed over, with C(status) (V(claimed), V(mismatched), V(unreachable)) and C(reason).
+  description:
+    - Hosts passed over, with C(status) (V(claimed), V(mismatched), V(unreachable); with O(backend=metal3) also
+      V(unavailable), a BareMetalHost not in C(available) or in error) and C(reason).
   returned: when state is present
   type: list
   elements: dict
   sample: [{name: r730-b, status: unreachable, reason: "Logging in to https://idrac-r730-b.example failed: ..."}]
 released:
-  description: With O(state=absent), the claims released (host name, cluster, claimer, since, generation, lease).
+  description:
+    - With O(state=absent), the claims released (host name, cluster, claimer, since, generation, lease; with
+      O(backend=metal3) name, cluster and C(bare_metal_host)).
   returned: when state is absent
   type: list
   elements: dict
@@ -193,14 +235,19 @@ bmc_hint:
 
 from typing import Any
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.claim_run import run_host_claim
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool_args import metal_pool_argument_spec
+from ansible_collections.metalplane.inference.plugins.module_utils._metal3.run import run_metal3_claim
 
 
 def argument_spec() -> dict[str, Any]:
     return {
         **metal_pool_argument_spec(),
+        "backend": {"type": "str", "choices": ["lease", "metal3"], "default": "lease"},
+        "namespace": {"type": "str"},  # the default depends on the backend
+        "host_selector": {"type": "dict"},
         "cluster": {"type": "str", "required": True},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "host": {"type": "str"},
@@ -211,8 +258,16 @@ def argument_spec() -> dict[str, Any]:
     }
 
 
+def claim(module: MetalplaneModule) -> dict[str, Any]:
+    if module.params["backend"] == "metal3":
+        return run_metal3_claim(module)
+    if module.params.get("host_selector"):
+        raise InputError("host_selector", "selects BareMetalHosts: it applies only with backend: metal3")
+    return run_host_claim(module)
+
+
 def main() -> None:
-    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(run_host_claim)
+    MetalplaneModule(argument_spec=argument_spec(), supports_check_mode=True).run(claim)
 
 
 if __name__ == "__main__":

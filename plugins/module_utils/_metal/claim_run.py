@@ -194,7 +194,7 @@ class Inputs:
         self.requirements = parse_requirements(
             {k: v for k, v in (params.get("requirements") or {}).items() if v is not None}
         )
-        namespace = str(params.get("namespace") or "")
+        namespace = str(params.get("namespace") or c.DEFAULT_NAMESPACE)
         if len(namespace) > NAME_MAX or not _DNS_LABEL.match(namespace):
             raise InputError("namespace", f"{namespace!r} is not a namespace name (a DNS-1123 label)")
         self.namespace = namespace

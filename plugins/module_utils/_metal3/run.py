@@ -24,6 +24,7 @@ Secrets deleted, and with ``delete_host`` the BareMetalHost itself, only if this
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -291,6 +292,15 @@ def choose(
     return None, [v for _h, v in assessed]
 
 
+def _skip_status(candidate: Candidate) -> str:
+    """``host_claim``'s skip statuses for a BareMetalHost: claimed, mismatched or unavailable (any Metal3 reason)."""
+    if (candidate.reason or "").startswith("held by"):
+        return "claimed"
+    if (candidate.reason or "").startswith("does not meet"):
+        return "mismatched"
+    return "unavailable"
+
+
 def claimed_copy(host: Mapping[str, Any], inputs: Inputs, generation: int) -> dict[str, Any]:
     """The host with this cluster's consumerRef, labels and annotations (a replace body: keeps resourceVersion)."""
     body = {k: v for k, v in host.items() if k != "status"}
@@ -456,8 +466,11 @@ class Metal3Run:
                 found.append(obj)
         return found
 
-    def claim(self) -> tuple[dict[str, Any], list[Candidate]]:
-        """The host this cluster holds, or a newly claimed one (waiting for a just-registered host if need be)."""
+    def claim(self, only: str | None = None) -> tuple[dict[str, Any], list[Candidate]]:
+        """The host this cluster holds, or a newly claimed one (waiting for a just-registered host if need be).
+
+        ``only``: a new claim may take only the BareMetalHost of that name (``host_claim``'s ``host``).
+        """
         limit = self.inputs.wait_timeout if self.inputs.wait else 0
         end = self.clock() + limit
         delays = POLL.delays()
@@ -466,6 +479,8 @@ class Metal3Run:
             hosts = self.pool_hosts()
             registered = {str(_meta(h).get("name")) for h in hosts}
             hosts += [h for h in self.would_register if str(_meta(h).get("name")) not in registered]
+            if only is not None:
+                hosts = [h for h in hosts if b.held_by(h, self.inputs.cluster) or str(_meta(h).get("name")) == only]
             chosen, assessed = choose(hosts, self.inputs, self.facts())
             if chosen is not None and b.held_by(chosen, self.inputs.cluster):
                 return dict(chosen), []
@@ -651,10 +666,12 @@ class Metal3Run:
         self.events.append(f"released {name}")
         return name
 
-    def _clear_claim(self, name: str, host: Mapping[str, Any]) -> None:
+    def _clear_claim(self, name: str, host: Mapping[str, Any], holder: str | None = None) -> None:
+        """Clear the claim of ``holder`` (this cluster unless forced), re-reading after a 409."""
+        holder = holder or self.inputs.cluster
         current: Mapping[str, Any] | None = host
         for _attempt in range(CLAIM_ATTEMPTS):
-            if current is None or not b.held_by(current, self.inputs.cluster):
+            if current is None or not b.held_by(current, holder):
                 return
             try:
                 self.store.replace(released_copy(current))
@@ -662,6 +679,83 @@ class Metal3Run:
             except Conflict:
                 current = self.get_host(name)
         raise ConflictError(f"BareMetalHost {self.inputs.namespace}/{name} kept changing; its claim was not cleared")
+
+    # ---------------------------------------------------------------- host_claim's metal3 backend
+    def claim_only(self, only: str | None) -> dict[str, Any]:
+        """``host_claim`` with ``backend: metal3``: set the consumerRef of an available BareMetalHost; nothing else.
+
+        The pool's hosts must already be registered (by ``metal3_host`` or by the platform team), so this takes no
+        BMC credentials of its own and never waits: a host still registering or inspecting is reported, not taken.
+        """
+        before = next((h for h in self.pool_hosts() if b.held_by(h, self.inputs.cluster)), None)
+        host, assessed = self.claim(only)
+        name = str(_meta(host).get("name"))
+        pool_host = next((h for h in self.inputs.hosts if b.host_name(h.name) == name), None)
+        annotations = _meta(host).get("annotations") or {}
+        spec = host.get("spec") or {}
+        result: dict[str, Any] = {
+            "changed": self.changed,
+            "host": {
+                "name": pool_host.name if pool_host else name,
+                "bmc_url": pool_host.bmc_url if pool_host else None,
+                "boot_mac": spec.get("bootMACAddress") or (pool_host.boot_mac if pool_host else None),
+                "personality": pool_host.personality if pool_host else None,
+                "facts": dict(pool_host.facts) if pool_host else {},
+                "cluster": self.inputs.cluster,
+                "generation": generation_of(host),
+                "since": annotations.get(b.CLAIMED_AT_ANNOTATION),
+                "claimer": annotations.get(b.CLAIMER_ANNOTATION, self.inputs.claimer),
+                "lease": None,
+                "bare_metal_host": f"{self.inputs.namespace}/{name}",
+                "root_disk": dict(pool_host.root_disk) if pool_host and pool_host.root_disk else {},
+                "provisioning": {},
+            },
+            "skipped_hosts": [
+                {"name": c.name, "status": _skip_status(c), "reason": c.reason} for c in assessed if not c.usable
+            ],
+            "bmc_hint": {"status": "disabled", "reason": "the BareMetalHost's consumerRef is the visible claim"},
+        }
+        if getattr(self.module, "diff_mode", False):
+            result["diff"] = {
+                "before": {"consumerRef": b.consumer_of(before) if before else None},
+                "after": {"consumerRef": b.consumer_ref(self.inputs.cluster, self.inputs.namespace)},
+            }
+        return result
+
+    def release_only(self, only: str | None, force: bool) -> dict[str, Any]:
+        """``host_claim`` ``state: absent`` with ``backend: metal3``: clear the consumerRef of a host with no image.
+
+        A host still provisioned is refused rather than released: clearing the claim of a host that runs a node
+        would hand a live server to the next consumer, so deprovisioning (``metal3_host state=absent``) comes first.
+        """
+        if only is not None:
+            found = self.get_host(b.host_name(only))
+            targets = [found] if found is not None and b.consumer_of(found) else []
+        else:
+            targets = [h for h in self.pool_hosts() if b.held_by(h, self.inputs.cluster)]
+        released = []
+        for host in targets:
+            name = str(_meta(host)["name"])
+            holder = str((b.consumer_of(host) or {}).get("name") or "")
+            if not b.held_by(host, self.inputs.cluster) and not force:
+                raise InputError(
+                    "force",
+                    f"BareMetalHost {self.inputs.namespace}/{name} is claimed by {holder!r}, not "
+                    f"{self.inputs.cluster!r}; set force: true to release it anyway",
+                )
+            spec = host.get("spec") or {}
+            if any(spec.get(key) for key in ("image", "userData", "networkData")):
+                raise ConflictError(
+                    f"BareMetalHost {self.inputs.namespace}/{name} is still provisioned (spec.image or its config "
+                    "drive is set): deprovision it first with metalplane.inference.metal3_host state=absent (the "
+                    "baremetal_host role does); the claim was kept",
+                    details={"host": name},
+                )
+            if not self.module.check_mode:
+                self._clear_claim(name, host, holder)
+            self.changed = True
+            released.append({"name": name, "cluster": holder, "bare_metal_host": f"{self.inputs.namespace}/{name}"})
+        return {"changed": self.changed, "released": released, "bmc_hint": {"status": "disabled"}}
 
     def info(self) -> dict[str, Any]:
         """The host the cluster holds (or None), with the public half of its install's SSH host key."""
@@ -735,6 +829,26 @@ def run_metal3_host_info(
     parse_inputs(module.params)
     with opened_store(module, store_factory) as store:
         return Metal3Run(module, store).info()
+
+
+def run_metal3_claim(module: Any, *, store_factory: StoreFactory | None = None) -> dict[str, Any]:
+    """``host_claim`` with ``backend: metal3`` (the BareMetalHost's consumerRef is the claim)."""
+    params = module.params
+    if params.get("reinstall"):
+        raise InputError(
+            "reinstall",
+            "is not offered with backend: metal3; release the host (metal3_host state=absent) and claim it again",
+        )
+    inputs = parse_inputs(params)  # every input checked before the first call
+    only = params.get("host") or None
+    if only and (params.get("state") or "present") == "present":
+        only = b.host_name(only)
+    with opened_store(module, store_factory) as store:
+        run = Metal3Run(module, store)
+        run.inputs = dataclasses.replace(inputs, wait=False)  # a claim takes what is available now, never waits
+        if (params.get("state") or "present") == "present":
+            return run.claim_only(only)
+        return run.release_only(params.get("host") or None, bool(params.get("force")))
 
 
 def run_metal3_host(

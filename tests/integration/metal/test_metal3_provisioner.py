@@ -64,6 +64,7 @@ class Lab:
     metal3: Metal3Controller
     tmp: Path
     inventory: Path
+    kubeconfig: str
 
     def bmh(self) -> dict[str, Any]:
         found = self.api.get(c.API_VERSION, c.KIND, BMC, namespace=NAMESPACE)
@@ -172,7 +173,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     ):
         mp.ensure_namespace(NAMESPACE)
         inventory = write_inventory(tmp, redfish, fleet, str(mp.kubeconfig_path))
-        yield Lab(mp.api, redfish, fleet, metal3, tmp, inventory)
+        yield Lab(mp.api, redfish, fleet, metal3, tmp, inventory, str(mp.kubeconfig_path))
         assert not metal3.errors, metal3.errors
 
 
@@ -226,6 +227,40 @@ def test_a_run_killed_mid_provisioning_and_mid_cleaning_resumes(lab: Lab) -> Non
     assert bmh["status"]["poweredOn"] is False
     assert "consumerRef" not in bmh["spec"]
     assert lab.redfish.bmc(BMC).power_state == "Off"
+
+
+def test_host_claim_takes_and_releases_a_registered_bare_metal_host(lab: Lab) -> None:
+    """host_claim's metal3 backend on the host the role registered: the consumerRef is the claim, nothing else."""
+    described = lab.fleet.describe()["hosts"][BMC]
+    claim = {
+        "backend": "metal3",
+        "kubeconfig": lab.kubeconfig,
+        "namespace": NAMESPACE,
+        "cluster": "other-m3",
+        "pool": "m3",
+        "hosts": [
+            {
+                "name": BMC,
+                "bmc_url": lab.redfish.url(BMC),
+                "username": LAB_USERNAME,
+                "password": LAB_PASSWORD,
+                "personality": "idrac8",
+                "boot_mac": described["boot_mac"],
+            }
+        ],
+    }
+    tasks = [
+        {"name": "claim", "metalplane.inference.host_claim": claim, "register": "claimed"},
+        {"name": "again", "metalplane.inference.host_claim": claim},
+        {"name": "release", "metalplane.inference.host_claim": {**claim, "state": "absent"}},
+    ]
+    assert lab.state() == c.STATE_AVAILABLE
+    run = ok(run_playbook(tasks, env={"TMPDIR": str(lab.tmp)}))
+    assert run.task("claim")["host"]["bare_metal_host"] == f"{NAMESPACE}/{BMC}"
+    assert (run.task("claim")["changed"], run.task("again")["changed"]) == (True, False)
+    assert run.task("release")["released"][0]["cluster"] == "other-m3"
+    assert "consumerRef" not in lab.bmh()["spec"]
+    assert LAB_PASSWORD not in run.stdout
 
 
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")

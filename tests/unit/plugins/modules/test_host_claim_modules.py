@@ -85,6 +85,10 @@ def _host(**overrides: Any) -> dict[str, Any]:
         (host_claim, {"host": "not-in-pool"}, "host"),
         (host_claim, {"requirements": {"gpu_count": 0}}, "requirements.gpu_count"),
         (host_claim, {"api_timeout": 0}, "api_timeout"),
+        (host_claim, {"host_selector": {"pool": "r730"}}, "host_selector"),  # a Lease claim has no selector
+        (host_claim, {"backend": "metal3", "reinstall": True}, "reinstall"),
+        (host_claim, {"backend": "metal3", "cluster": "R730_DC1", "hosts": [_host(personality="idrac8")]}, "cluster"),
+        (host_claim, {"backend": "metal3", "hosts": [_host(bmc_url="idrac.example")]}, "hosts[0].bmc_url"),
     ],
 )
 def test_bad_input_fails_before_any_request(
