@@ -125,8 +125,13 @@ class StateClock:
         return int(self.timeouts.get(state, max(self.timeouts.values(), default=3600)))
 
 
-def judge(goal: str, host: Mapping[str, Any], clock: StateClock) -> Verdict:
-    """Decide one observation of ``host`` (a BareMetalHost) on the way to ``goal``."""
+def judge(goal: str, host: Mapping[str, Any], clock: StateClock, *, errors_before: int = 0) -> Verdict:
+    """Decide one observation of ``host`` (a BareMetalHost) on the way to ``goal``.
+
+    ``errors_before``: the ``errorCount`` a wait after a recovery found, which is not counted again. BMO clears the
+    error only when Ironic's retry completes, so right after the cure the host still shows the errors that asked
+    for it; only errors since then may fail the wait before the state's deadline.
+    """
     status = b.status_of(host)
     if reached(goal, status):
         return Verdict(done=True, status=status)
@@ -145,7 +150,7 @@ def judge(goal: str, host: Mapping[str, Any], clock: StateClock) -> Verdict:
         return Verdict(
             done=False, failed=True, status=status, reason=f"registration failed: {describe(status)}", recovery=None
         )
-    if errored and int(status.get("error_count") or 0) >= ERRORS_BEFORE_RECOVERY:
+    if errored and int(status.get("error_count") or 0) - errors_before >= ERRORS_BEFORE_RECOVERY:
         recovery = recovery_for(status, stuck=False)
         if recovery is not None:
             return Verdict(

@@ -591,13 +591,19 @@ class Metal3Run:
         state_clock = p.StateClock(clock=self.clock, timeouts=self.inputs.state_timeouts)
         end = self.clock() + self.inputs.wait_timeout
         delays = POLL.delays()
+        # After a recovery, the errors the host already shows asked for it: only new ones count (the lowest count
+        # seen, as BMO resets it to 0 when a step completes).
+        errors_before: int | None = None
         while True:
             host = self.get_host(name)
             if host is None:
                 raise NotFoundError(
                     f"BareMetalHost {self.inputs.namespace}/{name} was deleted while waiting for {goal}"
                 )
-            verdict = p.judge(goal, host, state_clock)
+            if self.params.get("after_recovery"):
+                count = int(b.status_of(host).get("error_count") or 0)
+                errors_before = count if errors_before is None else min(errors_before, count)
+            verdict = p.judge(goal, host, state_clock, errors_before=errors_before or 0)
             if verdict.done:
                 return host
             if verdict.failed or self.clock() >= end:

@@ -26,7 +26,7 @@ from lab.metal.sandbox import SandboxUnavailable, probe
 from lab.metal3 import contract as c
 from lab.metal3.controller import Metal3Controller
 from lab.modelplane.server import ModelplaneEmulator
-from lab.redfish.bmc import BmcSpec
+from lab.redfish.bmc import VIRTUAL_CD_DEVICE, BmcSpec
 from lab.redfish.server import RedfishLab
 
 WAIT = 60.0  # seconds; every transition is quick at delay scale 0, this only bounds a failure
@@ -42,6 +42,7 @@ BMCS = {
     "gen-mac": "generic",
     "r740-hints": "idrac9",
     "r740-vmedia": "idrac9",
+    "r730-bootonce": "idrac8",
     "r730-redfish": "idrac8",
     "gen-noaddr": "generic",
     "gen-reg": "generic",
@@ -288,6 +289,58 @@ def test_a_virtual_media_fault_is_an_error_retried_until_the_idrac_is_reset(lab:
     assert bmh["status"]["errorCount"] == 0
     errors = [t.error_count for t in lab.metal3.transitions[(NAMESPACE, "vmedia")] if t.error_type]
     assert errors == list(range(1, len(errors) + 1))  # each retry failed again and counted, until the reset
+
+
+def virtual_cd_first(lab: Lab, bmc: str) -> None:
+    """What the cure leaves on an iDRAC8: the virtual CD first in the persistent (BIOS) boot sequence."""
+    state = lab.bmcs.bmc(bmc)
+    with state.lock:
+        sequence = sorted(state.boot_seq[state.seq_key()], key=lambda e: e["Index"])
+        sequence.sort(key=lambda e: e["Name"] != VIRTUAL_CD_DEVICE)  # stable: the rest keep their order
+        for index, entry in enumerate(sequence):
+            entry["Index"] = index
+
+
+def test_a_lost_one_time_boot_hangs_the_deploy_until_the_virtual_cd_is_first(lab: Lab) -> None:
+    """The reference R730's quirk: the one-time boot of the virtual CD loses to the OS on the disk, the server
+    boots that OS, the agent never calls back and Ironic's deploy times out, retry after retry, until the virtual
+    CD goes first in the persistent order; the retry then boots the ramdisk from it, the fault still armed."""
+    name, bmc_name = "bootonce", "r730-bootonce"
+    create_host(lab, name, bmc_name, inspectionMode=c.INSPECTION_DISABLED)
+    wait(lab, name, in_state(c.STATE_AVAILABLE))
+    bmc, host = lab.bmcs.bmc(bmc_name), lab.fleet.host(bmc_name)
+    bmc.inject("one_time_boot_lost", count=1000)
+    # An empty disk: nothing for the one-time boot to lose to, so the first deploy goes through Dell's SCP boot.
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    provision(
+        lab, name, cloud_config(lab, name, key), host_network(lab, bmc_name), automatedCleaningMode=c.CLEANING_DISABLED
+    )
+    wait(lab, name, in_state(c.STATE_PROVISIONED))
+    assert [(b["device"], b["via"]) for b in bmc.boot_history] == [("VirtualCD", "scp"), ("Hdd", "override")]
+    assert bmc.counters["fault:one_time_boot_lost"] == 0
+    # Deprovisioned without cleaning: the OS stays on the disk.
+    lab.api.patch(c.API_VERSION, c.KIND, name, {"spec": {"image": None, "online": False}}, namespace=NAMESPACE)
+    wait(lab, name, lambda b: in_state(c.STATE_AVAILABLE)(b) and "deprovision" in b["status"]["operationHistory"])
+    assert host.disk.installed is not None
+
+    again = {"image": IMAGE, "online": True, "automatedCleaningMode": c.CLEANING_METADATA}  # the Secrets stay
+    lab.api.patch(c.API_VERSION, c.KIND, name, {"spec": again}, namespace=NAMESPACE)
+    bmh = wait(lab, name, lambda b: in_error(c.ERROR_PROVISIONING)(b) and b["status"]["errorCount"] >= 2)
+    assert "Timeout reached while waiting for callback for node" in bmh["status"]["errorMessage"]
+    assert state_of(bmh) == c.STATE_PROVISIONING
+    lost = [b for b in bmc.boot_history[2:] if b.get("one_time_boot_lost")]
+    assert len(lost) >= 2
+    assert {(b["device"], b["via"]) for b in lost} == {("Hdd", "order")}  # the old OS on the disk, every time
+    assert host.wait_for(lambda h: h.phase in ("os-booting", "os-up"), WAIT), (host.phase, host.reason)
+
+    virtual_cd_first(lab, bmc_name)
+    bmh = wait(lab, name, in_state(c.STATE_PROVISIONED))
+    assert bmh["status"]["errorCount"] == 0
+    # The deploy that went through booted the ramdisk from the persistent order, its one-time boot lost again.
+    agent_boot = [b for b in bmc.boot_history if b["device"] == "VirtualCD"][-1]
+    assert (agent_boot["via"], agent_boot.get("one_time_boot_lost")) == ("order", True)
+    assert bmc.peek("one_time_boot_lost") is not None
+    bmc.clear_faults()
 
 
 class Failure(NamedTuple):

@@ -272,3 +272,38 @@ def test_a_virtual_media_failure_is_recovered_by_an_idrac_reset(lab: Lab) -> Non
     assert up.task(ROLE + "Reset the iDRAC (virtual media mount failed)", CLUSTER)["changed"] is True
     assert lab.bmh()["status"]["provisioning"]["state"] == c.STATE_PROVISIONED
     ok(lab.site("absent"))
+
+
+@pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
+def test_a_lost_one_time_boot_is_recovered_by_the_boot_order(lab: Lab) -> None:
+    """The R730's quirk: the one-time boot of the virtual CD loses to the OS on the disk, so every deploy boots that
+    OS and Ironic times out waiting for the agent, until the role's cure puts the virtual CD first in the persistent
+    order and restarts the server; Ironic's retry then boots the ramdisk from that order, the fault still armed."""
+    bmc = lab.redfish.bmc(BMC)
+    # An OS on the disk first: provisioned, then released without cleaning (the disk is not wiped).
+    ok(lab.site(baremetal_host_metal3_automated_cleaning_mode="disabled"))
+    ok(lab.site("absent"))
+    assert lab.fleet.host(BMC).disk.installed is not None
+    boots = len(bmc.boot_history)
+    bmc.inject("one_time_boot_lost", count=10_000)  # every boot of this run: a cure must not depend on it expiring
+
+    up = ok(lab.site())
+    waited = up.task(ROLE + "Wait again for Metal3 (Ironic retries the step)", CLUSTER)
+    assert waited["recovered_by"] == "boot_order"
+    assert up.task(ROLE + "Put the virtual CD ahead of the disk in the persistent boot order", CLUSTER)["changed"]
+    assert up.task(ROLE + "Restart the server into the deploy ramdisk", CLUSTER)["changed"]
+    assert lab.bmh()["status"]["provisioning"]["state"] == c.STATE_PROVISIONED
+    assert up.task(ROLE + "Check that the marker is this claim's", CLUSTER).get("failed") is not True
+    this_run = bmc.boot_history[boots:]
+    lost = [(b["device"], b["via"]) for b in this_run if b.get("one_time_boot_lost")]
+    # Before the cure the old OS on the disk won; after it the ramdisk booted from the persistent order.
+    assert lost[0] == ("Hdd", "order")
+    assert ("VirtualCD", "order") in lost
+    assert bmc.peek("one_time_boot_lost") is not None
+
+    # The role has no Redfish cure on the way down (deprovision_metal3.yml): release with the fault gone.
+    bmc.clear_faults()
+    ok(lab.site("absent"))
+    bmh = lab.bmh()
+    assert bmh["status"]["provisioning"]["state"] == c.STATE_AVAILABLE
+    assert "consumerRef" not in bmh["spec"]

@@ -536,9 +536,20 @@ class Metal3Controller:
             lambda h: len(h.log.boots) > boots and h.phase not in ("post", "off", "power-transition"),
             max(AGENT_BOOT_SECONDS * self.delay_scale, AGENT_BOOT_FLOOR),
         )
-        if not booted or host is None or host.phase != AGENT_RUNNING:
-            why = f"{host.phase}: {host.reason}" if host is not None else "no host answers behind this BMC"
-            raise StepFailed(error_type, f"the deploy ramdisk did not boot on node {self._node(bmh)} ({why})")
+        if host is None:
+            raise StepFailed(error_type, f"the deploy ramdisk did not boot on node {self._node(bmh)} (no host answers "
+                             "behind this BMC)")  # fmt: skip
+        if not booted or host.phase != AGENT_RUNNING:
+            # Ironic cannot see what the server booted (the disk's OS, when the one-time boot was lost): it waits
+            # for the agent's callback. A restart into the ramdisk meanwhile (the boot order cured) still calls
+            # back in time; otherwise the step fails with Ironic's deploy timeout.
+            why = f"{host.phase}: {host.reason}"
+            if not self._wait_agent(host, AGENT_CALLBACK_TIMEOUT * self.delay_scale):
+                raise StepFailed(
+                    error_type,
+                    f"Timeout reached while waiting for callback for node {self._node(bmh)} (the deploy ramdisk "
+                    f"did not boot: {why})",
+                )
         problem = (
             None
             if (agent_net is None and self.dhcp)
@@ -552,6 +563,17 @@ class Metal3Controller:
                 f"address: {problem})",
             )
         return host
+
+    def _wait_agent(self, host: MetalHost, timeout: float) -> bool:
+        """Whether the host runs the agent within ``timeout`` seconds (in slices, so ``stop()`` is not held up)."""
+        deadline = time.monotonic() + timeout
+        while not self._stop.is_set():
+            slice_end = min(deadline, time.monotonic() + 1.0)
+            if host.wait_for(lambda h: h.phase == AGENT_RUNNING, max(0.0, slice_end - time.monotonic())):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return False
 
     def _agent_done(self, client: RedfishClient, error_type: str) -> None:
         """Ironic after an agent operation: eject the ramdisk, power the host off."""

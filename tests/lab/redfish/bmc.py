@@ -563,12 +563,15 @@ class BmcState:
             self.boot_options_order = list(snap["options"])
             self.boot_seq = {k: [dict(e) for e in v] for k, v in snap["seq"].items()}
             self.counters["boot_order_reverted"] += 1
-        device, via = self._boot_device()
+        lost = self._one_time_boot_lost()
+        device, via = self._boot_device(overrides=not lost)
         if self.override_enabled == "Once":
             self.override_enabled, self.override_target = "Disabled", "None"
         self.scp_boot = {}
         self.counters["host_boot"] += 1
         boot = {"device": device, "via": via, "mode": self.bios["BootMode"]}
+        if lost:
+            boot["one_time_boot_lost"] = True
         if settings_jobs:
             boot["settings_jobs"] = settings_jobs
         self.boot_history.append(boot)
@@ -577,16 +580,34 @@ class BmcState:
             cd = next((s.image for s in self.slots.values() if s.inserted and "CD" in s.media_types), None)
             self.host.booted({**self.boot_history[-1], "cd_image": cd})
 
+    def _one_time_boot_lost(self) -> bool:
+        """The ``one_time_boot_lost`` fault: a pending one-time boot is dropped before the device is picked.
+
+        Only while the disk holds an installed OS, as on the reference R730 (the one-shot boot of the virtual CD
+        loses to that OS). The one-time boot is consumed and no override reaches this POST (a ``Continuous`` one,
+        Ironic's disk boot after a deploy, stays set for later boots): the BIOS's persistent order decides, the
+        disk unless the virtual CD was put first. Called under the lock, during the POST.
+        """
+        pending = self.scp_boot.get("BootOnce") == "Enabled" or self.override_enabled == "Once"
+        if not pending or not self._disk_holds_os() or self.fire("one_time_boot_lost") is None:
+            return False
+        self.scp_boot = {}
+        self.override_enabled, self.override_target = "Disabled", "None"
+        return True
+
+    def _disk_holds_os(self) -> bool:
+        """Whether the simulated server's disk holds an installed OS (a host without a disk model: no)."""
+        disk = getattr(self.host, "disk", None)
+        return getattr(disk, "installed", None) is not None
+
     def media_changed(self, sid: str) -> None:
         """Tell a host that follows the virtual media (a VM's CD drive) what slot ``sid`` now holds."""
         slot = self.slots[sid]
         if self.host is not None and hasattr(self.host, "media_changed"):
             self.host.media_changed(sid, slot.image if slot.inserted else None, slot.media_types)
 
-    def _cd_inserted(self) -> bool:
-        return any(s.inserted and "CD" in s.media_types for s in self.slots.values())
-
-    def _boot_device(self) -> tuple[str, str]:  # noqa: PLR0911
+    def _override_device(self) -> tuple[str, str] | None:
+        """The device the iDRAC's boot settings pick (SCP one-time boot, then the override), None to use the order."""
         scp = self.scp_boot
         if scp.get("BootOnce") == "Enabled" and scp.get("FirstBootDevice") == "VCD-DVD" and self._cd_inserted():
             return "VirtualCD", "scp"
@@ -598,6 +619,20 @@ class BmcState:
                     return "VirtualCD", "override"
                 return "PhysicalCD", "override"
             return target, "override"
+        return None
+
+    def _cd_inserted(self) -> bool:
+        return any(s.inserted and "CD" in s.media_types for s in self.slots.values())
+
+    def _boot_device(self, *, overrides: bool = True) -> tuple[str, str]:
+        """The device this POST boots: Dell's SCP one-time boot, the override, else the persistent order.
+
+        ``overrides=False``: the iDRAC's overrides do not reach this POST (``one_time_boot_lost``), so the BIOS's
+        own persistent order decides, whatever override is set.
+        """
+        overridden = self._override_device() if overrides else None
+        if overridden is not None:
+            return overridden
         if self.p.boot_sources and not self.p.boot_order:
             kinds = dict(LEGACY_DEVICES + UEFI_DEVICES)
             for entry in sorted(self.boot_seq[self.seq_key()], key=lambda e: e["Index"]):

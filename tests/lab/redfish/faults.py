@@ -23,6 +23,11 @@ from typing import Any
 #   eject_stuck_until_reset     EjectMedia answers 204 but the media stays inserted until a reset
 #   boot_order_reverts          the next ``count`` host boots that changed the persistent order
 #                               put it back to the order seen when the fault was injected
+#   one_time_boot_lost          the next ``count`` host boots with a one-time boot pending (Dell's SCP
+#                               ``BootOnce``, or a ``Once`` override) while the disk holds an installed OS
+#                               lose it to the persistent order (the reference R730's iDRAC8 quirk: the
+#                               one-shot boot of the virtual CD loses to the OS on the disk); only a fixed
+#                               persistent order (the virtual CD first) then boots the inserted image
 #   busy_503                    the next ``count`` requests (any path but /lab) answer 503
 #   latency                     the next ``count`` requests are delayed by ``seconds`` (kw)
 #   session_limit               the next ``count`` session logins fail as if the table were full
@@ -39,6 +44,7 @@ FAULTS = (
     "insert_vrm0021_until_reset",
     "eject_stuck_until_reset",
     "boot_order_reverts",
+    "one_time_boot_lost",
     "busy_503",
     "latency",
     "session_limit",

@@ -253,6 +253,22 @@ def test_verdicts(
     assert (verdict.done, verdict.failed, verdict.recovery) == (done, failed, recovery)
 
 
+def _failing(count: int) -> dict[str, Any]:
+    return _host("provisioning", operationalStatus="error", errorType="provisioning error", errorCount=count)
+
+
+# (errorCount the wait after a recovery found, errorCount now, whether the wait fails before the deadline)
+AFTER_RECOVERY = [(0, 2, True), (2, 2, False), (2, 3, False), (2, 4, True), (5, 6, False)]
+
+
+@pytest.mark.parametrize(("before", "now", "failed"), AFTER_RECOVERY)
+def test_after_a_recovery_only_new_errors_fail_the_wait(before: int, now: int, failed: bool) -> None:
+    """The host still shows the errors that asked for the cure until Ironic's retry completes."""
+    state_clock = p.StateClock(clock=Clock(), timeouts=p.DEFAULT_STATE_TIMEOUTS)
+    verdict = p.judge("provisioned", _failing(now), state_clock, errors_before=before)
+    assert (verdict.failed, verdict.recovery) == (failed, "boot_order" if failed else None)
+
+
 def test_a_new_state_restarts_its_deadline() -> None:
     clock = Clock()
     state_clock = p.StateClock(clock=clock, timeouts=p.DEFAULT_STATE_TIMEOUTS)
