@@ -31,8 +31,8 @@ description:
     The hosts must be registered already (by M(metalplane.inference.metal3_host) or the platform team); a host still
     registering or inspecting is skipped, never awaited. No Lease and no BMC hint is written, and no BMC is asked.
   - With O(backend=metal3) and O(state=absent), a host that still holds an image or a config drive is refused
-    (deprovision it first with M(metalplane.inference.metal3_host) O(state=absent)), since releasing it would hand a running
-    node to the next consumer. O(reinstall) is not offered with this backend.
+    (deprovision it first with M(metalplane.inference.metal3_host) O(state=absent)), since releasing it would hand
+    a running node to the next consumer. O(reinstall) is not offered with this backend.
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
   - metalplane.inference.attributes

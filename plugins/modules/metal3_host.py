@@ -179,7 +179,7 @@ options:
     description:
       - The Redfish recovery the caller ran after this module's last failure (its C(error.recovery)), returned as
         RV(recovered_by) so the run's timeline shows it as a recovery. The wait then does not count the errors the
-        host already shows (Metal3 clears them only when Ironic's retry completes): only new ones fail it before the
+        host already shows (Metal3 clears them only when Ironic's retry completes); only new ones fail it before the
         state's deadline.
     type: str
     choices: [boot_order, bmc_reset]
