@@ -196,7 +196,7 @@ test-metal: venv bootloaders
 	METALPLANE_METAL_FULL=1 $(BIN)/python -m pytest -q -n 0 -m slow tests/integration/metal/test_baremetal_site.py \
 		tests/integration/roles/test_kubeadm_node_lab.py tests/integration/emulators/test_metal_driver.py \
 		tests/integration/emulators/test_metal_node_packages.py \
-		tests/integration/metal/test_baremetal_resume.py
+		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py
 
 test-metal-kill-matrix: venv bootloaders
 	METALPLANE_METAL_KILL_MATRIX=1 $(BIN)/python -m pytest -q -n 0 tests/integration/metal/test_baremetal_resume.py

@@ -263,6 +263,7 @@ def test_host_claim_takes_and_releases_a_registered_bare_metal_host(lab: Lab) ->
     assert LAB_PASSWORD not in run.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
 def test_a_virtual_media_failure_is_recovered_by_an_idrac_reset(lab: Lab) -> None:
     lab.redfish.bmc(BMC).inject("insert_vrm0021_until_reset")
@@ -274,6 +275,7 @@ def test_a_virtual_media_failure_is_recovered_by_an_idrac_reset(lab: Lab) -> Non
     ok(lab.site("absent"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
 def test_a_lost_one_time_boot_is_recovered_by_the_boot_order(lab: Lab) -> None:
     """The R730's quirk: the one-time boot of the virtual CD loses to the OS on the disk, so every deploy boots that
