@@ -83,6 +83,30 @@ options:
             hash and the host's C(root_disk)) or V(metal3).
         type: str
         default: redfish
+      metal3:
+        description:
+          - With O(clusters[].provisioner=metal3), where its BareMetalHosts live and the image (the role's
+            C(baremetal_host_metal3_*) variables). The claim is planned from the BareMetalHosts of
+            O(clusters[].metal3.namespace) as M(metalplane.inference.metal3_host) would make it; no Lease is read
+            for the cluster and its BMCs are not probed (Metal3 owns them).
+        type: dict
+        suboptions:
+          kubeconfig:
+            description: The management cluster running the baremetal-operator. Default O(kubeconfig).
+            type: str
+          namespace:
+            description: The BareMetalHosts' namespace.
+            type: str
+            default: metal3
+          host_selector:
+            description: The labels of the pool's BareMetalHosts. Default C(metalplane.inference/pool=<pool>).
+            type: dict
+          image:
+            description:
+              - The node image, as M(metalplane.inference.metal3_host) takes it (C(url), C(checksum),
+                C(checksum_type), C(disk_format), or the MetalCluster names C(imageURL), C(imageChecksum),
+                C(imageChecksumType), C(imageDiskFormat)). Checked with that module's rules.
+            type: dict
       host:
         description:
           - Pin the cluster to this host of its pool. It must not be held by another cluster (also when the
@@ -376,6 +400,9 @@ clusters:
     lease:
       description: C(namespace/name) of the Lease when it is held.
       type: str
+    bare_metal_host:
+      description: With provisioner metal3, C(namespace/name) of the BareMetalHost the cluster holds or would claim.
+      type: str
     releases:
       description: With C(state=absent), the hosts whose claims a release removes.
       type: list
@@ -407,6 +434,7 @@ clusters:
              personality: idrac8, facts: {gpu_model: V100}, root_disk: {wwn: 5000c500a1b2c3d4}}
       generation: null
       lease: null
+      bare_metal_host: null
       releases: []
       skipped_hosts: [{name: r730-0, status: claimed, reason: "claimed by cluster 'dc2' since ..."}]
       iso: {url: "https://mirror.example/dvd.iso", sha256: "0f3c...", status: cached, verified: true, path: "..."}
@@ -451,6 +479,15 @@ def argument_spec() -> dict[str, Any]:
                 "state": {"type": "str", "default": "present"},
                 "pool": {"type": "str"},
                 "provisioner": {"type": "str", "default": "redfish"},
+                "metal3": {
+                    "type": "dict",
+                    "options": {
+                        "kubeconfig": {"type": "str"},
+                        "namespace": {"type": "str", "default": "metal3"},
+                        "host_selector": {"type": "dict"},
+                        "image": {"type": "dict"},
+                    },
+                },
                 "host": {"type": "str"},
                 "requirements": {"type": "dict", "options": copy.deepcopy(REQUIREMENT_OPTIONS)},
                 "node_ip": {"type": "str"},

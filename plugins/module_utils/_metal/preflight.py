@@ -43,7 +43,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.probl
 
 from . import boot_iso, host_settings, kube_release, node_rules
 from . import claims as c
-from .pool import _HOST_NAME, Host, Requirements, normalise_mac, parse_requirements
+from .pool import _HOST_NAME, Host, Requirements, _system_path, normalise_mac, parse_requirements
 
 # typing.Union, not "|": pylint (ansible-test sanity) rejects "|" between classes outside annotations.
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
@@ -51,6 +51,8 @@ Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
 STATES = ("present", "absent")
 # The provisioners of the baremetal_host role (docs/architecture.md, "Adding a provisioner").
 PROVISIONERS = ("redfish", "metal3")
+# The provisioner whose claim is a BareMetalHosts consumerRef, planned by ``_metal3/preflight.py``.
+METAL3 = "metal3"
 # Provisioners that install from the vendor installer ISO over virtual media (``boot_iso``): they need the ISO,
 # the root password hash and the root disk of the host.
 ISO_PROVISIONERS = ("redfish",)
@@ -105,6 +107,7 @@ class Cluster:
     iso_sha256: str | None = None
     protected: bool = False
     node: node_rules.NodeSoftware = field(default_factory=node_rules.NodeSoftware)
+    metal3: Any = None  # _metal3.preflight.Metal3Settings, with provisioner metal3
 
     @property
     def where(self) -> str:
@@ -185,6 +188,11 @@ def _check_host(
         except InputError as exc:
             problem = Problem.from_input_error(exc, where, DISK_FIELDS)
             problems.append(Problem(problem.field, problem.msg.replace("disk.", "root_disk.")))
+    system_path = None
+    try:
+        system_path = _system_path(f"{where}.system_path", entry.get("system_path"))
+    except InputError as exc:
+        problems.append(Problem(exc.field, exc.msg.split(": ", 1)[-1]))
     if len(problems) > found:
         return None, None
     host = Host(
@@ -197,6 +205,8 @@ def _check_host(
         validate_certs=entry.get("validate_certs") is not False,
         ca_cert=_text(entry.get("ca_cert")) or None,
         facts=dict(facts),
+        root_disk=dict(disk or {}),
+        system_path=system_path,
     )
     return host, disk
 
@@ -385,6 +395,10 @@ def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any]
         problems.append(
             Problem(f"{where}.protected", f"cluster {name!r} is protected; set protected: false to tear it down")
         )
+    if provisioner == METAL3:
+        from ansible_collections.metalplane.inference.plugins.module_utils._metal3 import preflight as m3
+
+        cluster.metal3 = m3.check_entry(problems, where, entry.get("metal3"), present=cluster.present)
     if cluster.present:
         cluster.interface = _check_network(problems, where, entry)
         _check_install(problems, where, entry, cluster)
@@ -476,6 +490,13 @@ def check_inventory(
         cluster.networks = [net for _at, net in nets]
         with_networks.append((cluster, nets))
     _check_overlaps(problems, with_networks, reserved, others)
+    metal3_pools = sorted({cl.pool for cl in checked.clusters if cl.metal3 is not None and cl.pool in checked.pools})
+    if metal3_pools:
+        from ansible_collections.metalplane.inference.plugins.module_utils._metal3 import preflight as m3
+
+        for name in metal3_pools:
+            pool = checked.pools[name]
+            m3.check_hosts(problems, pool.where, pool.entry_index, pool.hosts)
     problems.extend(
         node_rules.check_lb_across(
             [(cl.name, cl.where, cl.interface, cl.node) for cl in checked.clusters if cl.present]
@@ -494,6 +515,7 @@ class ClusterPlan:
     host: Host | None = None
     generation: int | None = None
     lease: str | None = None
+    bare_metal_host: str | None = None  # namespace/name, with provisioner metal3
     releases: list[str] = field(default_factory=list)  # hosts a state=absent run releases
     skipped: list[dict[str, Any]] = field(default_factory=list)
     iso: dict[str, Any] | None = None
@@ -516,6 +538,7 @@ class ClusterPlan:
             "host": host,
             "generation": self.generation,
             "lease": self.lease,
+            "bare_metal_host": self.bare_metal_host,
             "releases": list(self.releases),
             "skipped_hosts": list(self.skipped),
             "iso": self.iso,
@@ -626,11 +649,55 @@ def _plan_present(
     ]
 
 
+# (kubeconfig or None for the module's own, namespace) -> every BareMetalHost there.
+BareMetalHosts = Mapping[tuple[Union[str, None], str], Sequence[Mapping[str, Any]]]  # noqa: UP007
+
+
+def metal3_reads(checked: Checked) -> list[tuple[str | None, str]]:
+    """The (kubeconfig, namespace) pairs whose BareMetalHosts stage 2 reads: one list call each."""
+    return sorted(
+        {(cl.metal3.kubeconfig, cl.metal3.namespace) for cl in checked.clusters if cl.metal3 is not None},
+        key=lambda pair: (pair[0] or "", pair[1]),
+    )
+
+
+def _plan_metal3(
+    plan: ClusterPlan, pool: Pool, bare_metal_hosts: BareMetalHosts, planned: dict[tuple[str, str], str]
+) -> list[Problem]:
+    from ansible_collections.metalplane.inference.plugins.module_utils._metal3 import preflight as m3
+
+    cluster = plan.cluster
+    settings = cluster.metal3
+    outcome, problems = m3.plan_cluster(
+        cluster=cluster.name,
+        where=cluster.where,
+        present=cluster.present,
+        pinned=cluster.host,
+        pool=pool.name,
+        pool_where=pool.where,
+        entry_index=pool.entry_index,
+        hosts=pool.hosts,
+        requirements=cluster.requirements,
+        settings=settings,
+        in_namespace=bare_metal_hosts.get((settings.kubeconfig, settings.namespace), []),
+        planned=planned,
+    )
+    plan.claim, plan.generation, plan.bare_metal_host = outcome.claim, outcome.generation, outcome.bare_metal_host
+    plan.host = pool.host(outcome.host) if outcome.host else None
+    plan.releases, plan.skipped = outcome.releases, outcome.skipped
+    return problems
+
+
 def plan_claims(
-    checked: Checked, leases_by_pool: Mapping[str, Sequence[Mapping[str, Any]]], probe: Probe | None, namespace: str
+    checked: Checked,
+    leases_by_pool: Mapping[str, Sequence[Mapping[str, Any]]],
+    probe: Probe | None,
+    namespace: str,
+    bare_metal_hosts: BareMetalHosts | None = None,
 ) -> tuple[list[ClusterPlan], list[Problem]]:
-    """Per cluster, the host it holds or the one ``host_claim`` would give it (pure, given the Leases and the
-    probe). Clusters are planned in inventory order; a host planned for one is not planned for a later one."""
+    """Per cluster, the host it holds or the one ``host_claim`` (``metal3_host`` with provisioner metal3) would give
+    it (pure, given the Leases, the BareMetalHosts and the probe). Clusters are planned in inventory order; a host
+    planned for one is not planned for a later one."""
     problems: list[Problem] = []
     plans: list[ClusterPlan] = []
     planned: dict[tuple[str, str], str] = {}  # (pool, host) -> the cluster it is planned for in this run
@@ -639,6 +706,9 @@ def plan_claims(
         plans.append(plan)
         pool = checked.pools.get(cluster.pool)
         if pool is None:
+            continue
+        if cluster.metal3 is not None:
+            problems.extend(_plan_metal3(plan, pool, bare_metal_hosts or {}, planned))
             continue
         leases = leases_by_pool.get(pool.name, [])
         if cluster.present:
@@ -714,6 +784,8 @@ def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
     for plan in plans:
         cluster = plan.cluster
         if not cluster.present or not cluster.iso_url or not cluster.iso_sha256:
+            continue
+        if cluster.provisioner not in ISO_PROVISIONERS:  # set but unused (metal3 writes a node image): not fetched
             continue
         key = (cluster.iso_url, cluster.iso_sha256)
         if key not in done:
@@ -805,7 +877,9 @@ def _read_claims(
     """Stage 2's one read of the control plane: the Leases of every pool a cluster names."""
     from .claim_run import opened_store
 
-    used = sorted({cluster.pool for cluster in checked.clusters if cluster.pool in checked.pools})
+    used = sorted({cl.pool for cl in checked.clusters if cl.pool in checked.pools and cl.metal3 is None})
+    if not used:  # only metal3 clusters: their claims are BareMetalHosts, read by _read_bare_metal_hosts
+        return {}, []
     try:
         with opened_store(module, store_factory) as store:
             return read_leases(store, namespace, used), []
@@ -817,10 +891,43 @@ def _read_claims(
         ]
 
 
+def _read_bare_metal_hosts(
+    module: Any, checked: Checked, store_factory: Callable[[Mapping[str, Any]], Any] | None
+) -> tuple[dict[tuple[str | None, str], list[dict[str, Any]]], list[Problem]]:
+    """Stage 2's read for metal3 clusters: every BareMetalHost of each namespace they name (one list call each)."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
+    from ansible_collections.metalplane.inference.plugins.module_utils._metal3 import bmh as b
+
+    found: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    problems: list[Problem] = []
+    for kubeconfig, namespace in metal3_reads(checked):
+        where = next(cl.where for cl in checked.clusters if cl.metal3 is not None and cl.metal3.namespace == namespace)
+        reader = _Reader(module, {**module.params, "kubeconfig": kubeconfig or module.params.get("kubeconfig")})
+        try:
+            with object_store.opened_store(reader, store_factory, object_store.connect) as store:
+                found[(kubeconfig, namespace)] = store.list(b.API_VERSION, b.KIND, namespace, None)
+        except MetalplaneError as exc:
+            field_name = f"{where}.metal3.kubeconfig" if kubeconfig else "kubeconfig"
+            problems.append(Problem(field_name, f"cannot read the BareMetalHosts in {namespace}: {exc.msg}"))
+    return found, problems
+
+
+class _Reader:
+    """The module, seen with another kubeconfig (a metal3 cluster's management cluster)."""
+
+    def __init__(self, module: Any, params: Mapping[str, Any]) -> None:
+        self.module = module
+        self.params = params
+
+    def require(self, library: str, import_traceback: str | None) -> None:
+        self.module.require(library, import_traceback)
+
+
 def run_metal_preflight(
     module: Any,
     *,
     store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    metal3_store_factory: Callable[[Mapping[str, Any]], Any] | None = None,
     bmc_opener: Callable[[Host], Any] | None = None,
     iso_check: IsoCheck | None = None,
     release_fetch: kube_release.Fetch | None = None,
@@ -841,10 +948,12 @@ def run_metal_preflight(
             bmc_opener = open_redfish(timeout)
         probe = bmc_probe(bmc_opener)
     leases, problems = _read_claims(module, checked, store_factory, namespace)
+    bare_metal_hosts, more_problems = _read_bare_metal_hosts(module, checked, metal3_store_factory)
+    problems.extend(more_problems)
     plans = [ClusterPlan(cluster) for cluster in checked.clusters]
     warnings: list[str] = []
     if not problems:
-        plans, problems = plan_claims(checked, leases, probe, namespace)
+        plans, problems = plan_claims(checked, leases, probe, namespace, bare_metal_hosts)
     if not problems:
         problems, warnings = check_bmc_matrix(plans, checked.pools)
     if not problems and params.get("check_package_repositories") is True:  # the module defaults it to true

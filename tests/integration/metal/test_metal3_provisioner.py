@@ -263,6 +263,60 @@ def test_host_claim_takes_and_releases_a_registered_bare_metal_host(lab: Lab) ->
     assert LAB_PASSWORD not in run.stdout
 
 
+def test_metal_preflight_plans_a_metal3_cluster_from_the_bare_metal_hosts(lab: Lab) -> None:
+    """site.yml's preflight plans a metal3 cluster from the BareMetalHosts: the host the role would take."""
+    described = lab.fleet.describe()
+    host = described["hosts"][BMC]
+    cluster = {
+        "name": CLUSTER,
+        "pool": "m3",
+        "provisioner": "metal3",
+        "requirements": {"gpu_model": "V100"},
+        "node_ip": f"{host['ssh_address']}/{host['prefix']}",
+        "gateway": host["gateway"],
+        "dns": [host["gateway"]],
+        "os_family": "el",
+        "os_version": "10",
+        "ssh_authorized_key": described["ssh_key"]["public_key"],
+        "ssh_private_key_file": described["ssh_key"]["private_key_file"],
+        "kubeadm_node_kubernetes_version": "v1.34.2",
+        "nvidia_driver_installer_url": "https://us.download.nvidia.com/tesla/580.105.08/NVIDIA-Linux-x86_64-580.105.08.run",
+        "nvidia_driver_installer_sha256": "0" * 64,
+        "metal3": {"namespace": NAMESPACE, "image": IMAGE},
+    }
+    pool_host = {
+        "name": BMC,
+        "bmc_url": lab.redfish.url(BMC),
+        "username": LAB_USERNAME,
+        "password": LAB_PASSWORD,
+        "personality": "idrac8",
+        "boot_mac": host["boot_mac"],
+        "facts": {"gpu_model": "Tesla V100-PCIE-16GB", "gpu_count": 2},
+    }
+    preflight = {
+        "kubeconfig": lab.kubeconfig,
+        "clusters": [cluster],
+        "pools": [{"name": "m3", "hosts": [pool_host]}],
+        "check_package_repositories": False,
+    }
+    tasks = [{"name": "preflight", "metalplane.inference.metal_preflight": preflight}]
+    assert lab.state() == c.STATE_AVAILABLE
+    planned = ok(run_playbook(tasks, env={"TMPDIR": str(lab.tmp)})).task("preflight")["clusters"][0]
+    assert (planned["claim"], planned["bare_metal_host"], planned["lease"]) == ("new", f"{NAMESPACE}/{BMC}", None)
+    assert "consumerRef" not in lab.bmh()["spec"]  # read-only
+
+    bad = {
+        **preflight,
+        "clusters": [{**cluster, "metal3": {"namespace": NAMESPACE, "image": {"url": IMAGE["imageURL"]}}}],
+    }
+    failed = run_playbook(
+        [{"name": "preflight", "metalplane.inference.metal_preflight": bad}], env={"TMPDIR": str(lab.tmp)}
+    )
+    assert failed.rc != 0
+    problems = failed.task("preflight")["error"]["problems"]
+    assert [p["field"] for p in problems] == ["clusters[0].metal3.image.checksum"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL, reason="runs with METALPLANE_METAL_FULL=1 (make test-metal)")
 def test_a_virtual_media_failure_is_recovered_by_an_idrac_reset(lab: Lab) -> None:

@@ -268,11 +268,20 @@ def test_an_absent_cluster_is_checked_for_name_pool_and_claim_only() -> None:
     assert _problems(inventory) == []
 
 
+METAL3_IMAGE = {"imageURL": "http://images.example/node.qcow2", "imageChecksum": "a" * 64, "imageDiskFormat": "qcow2"}
+
+
 def test_metal3_needs_no_iso_and_no_root_hash() -> None:
     inventory = _inventory()
     inventory["clusters"][0].update(
-        provisioner="metal3", installer_iso_url=None, installer_iso_sha256=None, root_password_hash=None
+        provisioner="metal3",
+        installer_iso_url=None,
+        installer_iso_sha256=None,
+        root_password_hash=None,
+        metal3={"image": METAL3_IMAGE},
     )
+    for host in inventory["pools"][0]["hosts"]:
+        host["personality"] = "idrac8"
     assert _problems(inventory) == []
 
 
@@ -393,8 +402,10 @@ def test_the_host_a_redfish_cluster_gets_needs_a_root_disk() -> None:
     inventory["pools"][0]["hosts"][0]["root_disk"] = None
     _plans, fields = _plan(inventory)
     assert fields == ["pools.lab.hosts[0].root_disk"]
-    inventory["clusters"][0]["provisioner"] = "metal3"
-    assert _plan(inventory)[1] == []
+    inventory["clusters"][0].update(provisioner="metal3", metal3={"image": METAL3_IMAGE})
+    for host in inventory["pools"][0]["hosts"]:
+        host["personality"] = "idrac8"
+    assert _plan(inventory)[1] == []  # Ironic picks the disk by rootDeviceHints, or its own rule without them
 
 
 def test_the_bmc_probe_asks_each_host_once_and_closes_it() -> None:
