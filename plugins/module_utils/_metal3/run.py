@@ -251,6 +251,23 @@ class Candidate:
 ON_THE_WAY = (b.STATE_NONE, b.STATE_REGISTERING, b.STATE_INSPECTING, b.STATE_PREPARING, b.STATE_MATCH_PROFILE)
 
 
+MEBIBYTES_PER_GIB = 1024
+
+
+def inspection_mismatches(requirements: Requirements, host: Mapping[str, Any]) -> list[str]:
+    """Requirements Metal3's inspection rules out. Its ``hardwareDetails`` report the memory but no GPUs (BMO's
+    HardwareDetails has no PCI devices), so the GPU requirements rest on the pool's facts alone."""
+    details = (host.get("status") or {}).get("hardwareDetails") or {}
+    ram = details.get("ramMebibytes")
+    wanted = requirements.min_memory_gib
+    if not wanted or not isinstance(ram, int) or isinstance(ram, bool) or ram <= 0:
+        return []
+    found = ram / MEBIBYTES_PER_GIB
+    if found >= wanted:
+        return []
+    return [f"min_memory_gib: Metal3's inspection found {found:g} GiB, the cluster needs at least {wanted}"]
+
+
 def assess(host: Mapping[str, Any], inputs: Inputs, facts: Mapping[str, Mapping[str, Any]]) -> Candidate:
     """Whether a BareMetalHost of the pool may be claimed (CAPM3's chooseHost rules, plus the requirements)."""
     meta = _meta(host)
@@ -271,6 +288,7 @@ def assess(host: Mapping[str, Any], inputs: Inputs, facts: Mapping[str, Mapping[
         reason = f"in state {status['state'] or '(none yet)'!r}, not available"
     else:
         mismatches = fact_mismatches(inputs.requirements, facts.get(name) or {})
+        mismatches += inspection_mismatches(inputs.requirements, host)
         if mismatches:
             reason = "does not meet the requirements: " + "; ".join(mismatches)
     on_its_way = reason is not None and not ref and not status["error_message"] and status["state"] in ON_THE_WAY

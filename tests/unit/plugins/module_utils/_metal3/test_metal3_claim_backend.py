@@ -152,3 +152,32 @@ def test_bad_input_fails_before_any_call(overrides: dict[str, Any], field: str) 
         claim(store, **overrides)
     assert caught.value.field == field
     assert store.writes == []
+
+
+@pytest.mark.parametrize(
+    ("ram_mebibytes", "min_memory_gib", "claimed"),
+    [
+        (262144, 256, "r730-a"),  # 256 GiB inspected: fits
+        (131072, 256, "r730-b"),  # 128 GiB inspected: r730-a is passed over, r730-b was not inspected
+        (None, 256, "r730-a"),  # not inspected: only the pool's facts decide
+        (131072, None, "r730-a"),  # no memory requirement
+    ],
+)
+def test_the_memory_metal3_inspected_is_a_requirement(
+    available: MemoryObjects, ram_mebibytes: int | None, min_memory_gib: int | None, claimed: str
+) -> None:
+    key = ("BareMetalHost", "metal3", "r730-a")
+    if ram_mebibytes is not None:
+        available.objects[key]["status"]["hardwareDetails"] = {"ramMebibytes": ram_mebibytes}
+    requirements = {"min_memory_gib": min_memory_gib} if min_memory_gib else None
+    result = claim(available, requirements=requirements)
+    assert result["host"]["name"] == claimed
+    if claimed == "r730-b":
+        assert result["skipped_hosts"] == [
+            {
+                "name": "r730-a",
+                "status": "mismatched",
+                "reason": "does not meet the requirements: min_memory_gib: Metal3's inspection found 128 GiB, the "
+                "cluster needs at least 256",
+            }
+        ]
