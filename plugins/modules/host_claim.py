@@ -61,6 +61,7 @@ options:
         collection already writes there) with O(backend=lease), C(metal3) (the BareMetalHosts' namespace) with
         O(backend=metal3).
     type: str
+    default: null
   host_selector:
     description:
       - With O(backend=metal3), the labels a BareMetalHost must carry to belong to the pool (CAPM3's

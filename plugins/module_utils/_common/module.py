@@ -16,7 +16,25 @@ from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from .errors import MetalplaneError
+from .errors import InputError, MetalplaneError
+
+# Whole-number options that are durations or counts, by name: a negative one is never meant (a typo, a sign slip),
+# and acting on it would wait forever, not at all, or retry nonsensically. The HTTP timeouts must be positive: a
+# zero-second request cannot succeed.
+NON_NEGATIVE_SUFFIXES = ("timeout", "_delay", "_retries")
+POSITIVE = frozenset({"api_timeout"})
+
+
+def check_whole_numbers(argument_spec: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    """Refuse a negative duration or count (or a zero HTTP timeout) among the top-level int options."""
+    for name, option in argument_spec.items():
+        value = params.get(name)
+        if option.get("type") != "int" or value is None or isinstance(value, bool):
+            continue
+        if name in POSITIVE and value < 1:
+            raise InputError(name, f"must be a positive number of seconds, got {value}")
+        if name.endswith(NON_NEGATIVE_SUFFIXES) and value < 0:
+            raise InputError(name, f"must be zero or more, got {value}")
 
 
 class MetalplaneModule:
@@ -53,6 +71,7 @@ class MetalplaneModule:
     def run(self, action: Callable[[MetalplaneModule], Mapping[str, Any]]) -> NoReturn:
         """Run ``action`` and exit: its mapping is the result; a ``MetalplaneError`` fails once."""
         try:
+            check_whole_numbers(self.ansible.argument_spec, self.params)
             result = dict(action(self))
         except MetalplaneError as exc:
             self.ansible.fail_json(msg=exc.msg, error=exc.to_result(), exception=traceback.format_exc())

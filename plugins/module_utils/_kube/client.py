@@ -21,13 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 import traceback
 from collections.abc import Iterator
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError, NotFoundError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
+    ApiError,
+    InputError,
+    NotFoundError,
+)
 
 try:
     import kubernetes
@@ -115,6 +120,11 @@ def _apply_overrides(configuration: Any, overrides: dict[str, Any]) -> None:
 def _load_kubeconfig(auth: dict[str, Any], configuration: Any) -> None:
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
+    if isinstance(kubeconfig, str) and kubeconfig and not os.path.isfile(os.path.expanduser(kubeconfig)):
+        # Said plainly, naming the option: the client library's own words for it are "No configuration found".
+        raise InputError(
+            "kubeconfig", f"{kubeconfig!r} is not a file; give the path of a kubeconfig (or its content as a mapping)"
+        )
     try:
         if isinstance(kubeconfig, dict):
             kubernetes.config.load_kube_config_from_dict(

@@ -459,11 +459,14 @@ class Smoke:
             raise InputError("model", "is required with state=present: the model to serve (a Hugging Face repo id)")
         namespace = validate.dns_label("namespace", p.get("namespace") or "default")
         name = object_name(self.cluster, p.get("name"))
-        gpus = int(p.get("gpus") or 1)
-        size = int(p.get("cache_size_gib") or 0)
+        # An explicit 0 is refused, not read as the default: "0 GPUs" is a mistake, never a request for one.
+        gpus = 1 if p.get("gpus") is None else validate.integer("gpus", p["gpus"], minimum=1, maximum=MAX_DEVICE_COUNT)
+        size = (
+            0 if p.get("cache_size_gib") is None else validate.integer("cache_size_gib", p["cache_size_gib"], minimum=0)
+        )
         served = (p.get("served_model_name") or model).strip()
-        max_tokens = p.get("max_tokens")
-        request = chat_request(served, p.get("prompt") or DEFAULT_PROMPT, 32 if max_tokens is None else int(max_tokens))
+        max_tokens = 32 if p.get("max_tokens") is None else validate.integer("max_tokens", p["max_tokens"], minimum=1)
+        request = chat_request(served, p.get("prompt") or DEFAULT_PROMPT, max_tokens)
         return {
             "model": model,
             "served": served,

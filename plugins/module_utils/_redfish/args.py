@@ -103,6 +103,9 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
     timeout = int(DEFAULT_API_TIMEOUT if params.get("api_timeout") is None else params["api_timeout"])
     if timeout <= 0:
         raise InputError("api_timeout", f"must be a positive number of seconds, got {timeout}")
+    for key in ("username", "password"):  # Ansible's "required" lets an empty string through (an unset vault var)
+        if not params.get(key):
+            raise InputError(key, f"is empty: give the BMC {key} (or set REDFISH_{key.upper()})")
     auth = params.get("auth") or DEFAULT_AUTH
     if auth not in AUTH_MODES:
         raise InputError("auth", f"{auth!r} is not one of {', '.join(AUTH_MODES)}")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ApiError, InputError
 
 from .errors import TransportError, is_ambiguous_write_failure, is_server_error, map_error, retry_after_of
 from .vultr_adapter import VultrBase
@@ -132,6 +132,9 @@ class VultrRetry(Retry):  # type: ignore[misc,valid-type]
 def endpoint_url(api_endpoint: str | None) -> str:
     """``https://api.vultr.com`` -> ``https://api.vultr.com/v2`` (a trailing ``/v2`` is accepted)."""
     base = (api_endpoint or DEFAULT_ENDPOINT).rstrip("/")
+    scheme, _sep, rest = base.partition("://")
+    if scheme.lower() not in ("https", "http") or not rest:
+        raise InputError("api_endpoint", f"{api_endpoint!r} is not an http(s) URL; write https://api.vultr.com")
     return base if base.endswith(API_PREFIX) else base + API_PREFIX
 
 

@@ -20,12 +20,14 @@ from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
 
-from .node_pool import POOL_LABEL_KEY, PoolSpec, plan_pool, pool_spec_from_params
+from .node_pool import POOL_LABEL_KEY, PoolSpec, is_vke_label, plan_pool, pool_spec_from_params
 from .versions import LATEST, is_exact, matches, normalise, version_key
 
 CLUSTER_OWNER_TAG = "metalplane.inference/cluster"  # tag of the inline system pool = cluster marker
 # The system pool's defaults, applied here and declared by ``vke_cluster``'s argument spec
 # (``pool_args.system_pool_spec``) from this one dict.
+# Characters of a refused label shown in the message (a 300-character paste is cut).
+MAX_SHOWN = 60
 SYSTEM_POOL_DEFAULTS: dict[str, Any] = {
     "label": "system",
     "plan": "vc2-6c-16gb",
@@ -52,6 +54,15 @@ def cluster_spec_from_params(params: dict[str, Any]) -> ClusterSpec:
     label = (params.get("label") or "").strip()
     if not label:
         raise InputError("label", "is required: it names the cluster and, with the ownership marker, identifies it")
+    if not is_vke_label(label):
+        # Vultr's API documents no rule for it; the label names the cluster's kubeconfig file and is matched
+        # against its Modelplane objects, so the pool labels' rule (which keeps it safe in both) applies.
+        shown = label if len(label) <= MAX_SHOWN else label[:MAX_SHOWN] + "..."
+        raise InputError(
+            "label",
+            f"{shown!r} ({len(label)} characters) is not a cluster label: 1 to 63 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit",
+        )
     version = (params.get("version") or LATEST).strip()
     if version != LATEST and version_key(version) is None:
         raise InputError("version", f"{version!r} is not a Kubernetes version: use 'v1.36.2+1', '1.36' or 'latest'")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import validate
 
 from .plans import is_gpu_plan, parse_plan_id
 
@@ -131,10 +132,11 @@ def pool_spec_from_params(
         )
     quantity, auto, min_nodes, max_nodes = _scaling(params, prefix)
     labels = params.get("labels")
-    labels = default_labels(label, plan) if labels is None else {str(k): str(v) for k, v in labels.items()}
-    for key in labels:
-        if not key or len(key) > 253:
-            raise InputError(f"{prefix}labels", f"{key!r} is not a valid Kubernetes label key")
+    if labels is None:
+        labels = default_labels(label, plan)
+    else:  # Vultr hands them to Kubernetes as they are: a node the API server refuses would never join the pool
+        labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
+        validate.labels(f"{prefix}labels", labels)
     taints_in = params.get("taints")
     taints = default_taints(plan) if taints_in is None else tuple(_taint(t, prefix) for t in taints_in)
     tag = params.get("tag") or default_tag
@@ -191,7 +193,11 @@ def _taint(item: dict[str, Any], prefix: str) -> Taint:
         raise InputError(f"{prefix}taints", f"effect {effect!r} must be one of {', '.join(TAINT_EFFECTS)}")
     if not item.get("key"):
         raise InputError(f"{prefix}taints", "every taint needs a key")
-    return Taint(str(item["key"]), str(item.get("value") or ""), effect)
+    key, value = str(item["key"]), str(item.get("value") or "")
+    # A taint's key and value follow the label rules (Kubernetes' ValidateTaint).
+    validate.label_key(f"{prefix}taints.{key}", key)
+    validate.label_value(f"{prefix}taints.{key}", value)
+    return Taint(key, value, effect)
 
 
 def observed_labels(pool: dict[str, Any]) -> dict[str, str]:
