@@ -30,7 +30,7 @@ COLLECTION_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(BIN):$(abspath $(BUILD))/bin:$(PATH)
 
-.PHONY: help venv venv-core219 dmtf-csdl bootloaders test test-metal test-metal-kill-matrix lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
+.PHONY: help venv venv-core219 dmtf-csdl bootloaders test test-metal test-metal-kill-matrix reliability lint sanity sanity-new sanity-old ansible-lint pytest pytest-core219 \
 	molecule demo lab-up lab-down lab-status bench dist ee-context docs clean
 
 help:
@@ -42,6 +42,7 @@ help:
 	@echo "make bootloaders fetch the boot loaders the boot_iso tests build ISOs from"
 	@echo "make test-metal  the bare-metal path's opt-in runs: other BMC personalities, power cut, kill points (slow)"
 	@echo "make test-metal-kill-matrix  kill site.yml after every task of the bare-metal role, run again (slow)"
+	@echo "make reliability  bad-input corpus, secret scan, kill points; writes docs/reliability.md (RELIABILITY_KILLS=1: slow)"
 	@echo "make dist        build the collection tarball into dist/"
 	@echo "make lab-up | lab-status | lab-down   drive the digital twin by hand"
 
@@ -197,6 +198,18 @@ test-metal: venv bootloaders
 		tests/integration/roles/test_kubeadm_node_lab.py tests/integration/emulators/test_metal_driver.py \
 		tests/integration/emulators/test_metal_node_packages.py \
 		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py
+
+# The reliability suite (docs/reliability.md is its report): the bad-input corpus, the secret scan, the kill points
+# (metal3 mid-state kills; the redfish provisioner's representative kill points with RELIABILITY_KILLS=1).
+RELIABILITY_DIR := $(abspath $(BUILD))/reliability
+RELIABILITY_KILLS ?= 0
+reliability: venv bootloaders
+	rm -rf $(RELIABILITY_DIR) && mkdir -p $(RELIABILITY_DIR)
+	METALPLANE_RELIABILITY_DIR=$(RELIABILITY_DIR) METALPLANE_METAL_FULL=$(RELIABILITY_KILLS) \
+		$(BIN)/python -m pytest -q -n 0 --junitxml=$(RELIABILITY_DIR)/junit.xml tests/integration/reliability \
+		tests/integration/metal/test_metal3_provisioner.py \
+		$(if $(filter 1,$(RELIABILITY_KILLS)),tests/integration/metal/test_baremetal_resume.py) || true
+	$(BIN)/python scripts/reliability-report.py $(RELIABILITY_DIR) $(RELIABILITY_DIR)/junit.xml docs/reliability.md
 
 test-metal-kill-matrix: venv bootloaders
 	METALPLANE_METAL_KILL_MATRIX=1 $(BIN)/python -m pytest -q -n 0 tests/integration/metal/test_baremetal_resume.py

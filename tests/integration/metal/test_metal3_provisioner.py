@@ -25,6 +25,7 @@ from lab.metal3.controller import Metal3Controller
 from lab.modelplane.server import ModelplaneEmulator
 from lab.redfish.personality import LAB_PASSWORD, LAB_USERNAME
 from lab.redfish.server import BmcSpec, RedfishLab
+from support.figures import record
 from support.playbook import PlaybookRun, run_playbook, run_playbook_killed_when
 
 NAMESPACE = "metal3"
@@ -227,6 +228,18 @@ def test_a_run_killed_mid_provisioning_and_mid_cleaning_resumes(lab: Lab) -> Non
     assert bmh["status"]["poweredOn"] is False
     assert "consumerRef" not in bmh["spec"]
     assert lab.redfish.bmc(BMC).power_state == "Off"
+    holders = [h for h in lab.api.list(c.API_VERSION, c.KIND, namespace=NAMESPACE) if h["spec"].get("consumerRef")]
+    record(
+        "kill_metal3",
+        {
+            "kills": 2,
+            "converged": 2,
+            "duplicate installs": lab.installs() - installs - 1,
+            "claims left after down": len(holders),
+        },
+        "the metal3 provisioner's role run SIGKILLed (process group) mid-provisioning and mid-cleaning, then run "
+        "again: installs counted by the simulated host, claims as BareMetalHosts with a consumerRef",
+    )
 
 
 def test_host_claim_takes_and_releases_a_registered_bare_metal_host(lab: Lab) -> None:

@@ -22,6 +22,7 @@ from lab.redfish.personality import LAB_PASSWORD, LAB_USERNAME
 from lab.redfish.server import BmcSpec, RedfishLab
 from lab.vultr.contract import assert_no_violations, contract_or_skip
 from lab.vultr.server import VultrEmulator
+from support.figures import record
 from support.playbook import run_playbook
 
 API_KEY = "lab-vultr-api-key-corpus"
@@ -126,6 +127,21 @@ def test_every_bad_input_is_refused_naming_its_field(corpus_run: dict[str, Any])
         why = refusal(case, result)
         if why is not None:
             wrong[case.id] = why
+    record(
+        "bad_input",
+        {
+            "cases": len(CASES),
+            "refused naming the field": len(CASES) - len(wrong),
+            "modules": len({c.module for c in CASES}),
+            "writes (Vultr, Kubernetes, BMC)": [
+                corpus_run["vultr_writes"],
+                corpus_run["kube_writes"],
+                len(corpus_run["bmc_writes"]),
+            ],
+        },
+        "the corpus in tests/integration/reliability/bad_input_corpus.py, one task per case through ansible-playbook "
+        "against the lab; writes are the emulators' own request logs",
+    )
     assert not wrong, "\n".join(f"{k}: {v}" for k, v in wrong.items())
 
 
