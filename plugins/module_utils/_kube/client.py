@@ -154,9 +154,20 @@ def _status_message(exc: Exception) -> tuple[int | None, str]:
     return (int(status) if isinstance(status, int) else None), str(message)
 
 
+# What OpenSSL says when the server's certificate does not chain to a trusted CA (wrapped by urllib3's errors).
+CERTIFICATE_FAILED = "CERTIFICATE_VERIFY_FAILED"
+
+
 def translate(exc: Exception, what: str) -> ApiError:
     """Map a library/transport exception to a transient or final ``ApiError``."""
     status, message = _status_message(exc)
+    if status is None and CERTIFICATE_FAILED in str(exc):
+        # Final, not transient: waiting does not make a certificate trusted. Say which option trusts it.
+        return ApiError(
+            f"{what}: the API server's TLS certificate is not trusted ({CERTIFICATE_FAILED}): give its CA in the "
+            "kubeconfig (certificate-authority or certificate-authority-data) or, where the module has it, with "
+            "ca_cert; validate_certs: false only for a throwaway lab"
+        )
     if status is None or status in TRANSIENT_STATUSES:
         return TransientApiError(f"{what}: {message}", status=status)
     return ApiError(f"{what}: HTTP {status}: {message}", status=status)

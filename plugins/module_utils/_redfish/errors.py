@@ -28,6 +28,8 @@ AUTH = "auth"  # wrong credentials or session limit reached
 JOB_BUSY = "job_busy"  # a configuration job is pending or running
 INVALID = "invalid"  # the request itself is wrong (bad value, unsupported target)
 OTHER = "other"
+# What OpenSSL says when the BMC's certificate does not chain to a trusted CA (inside requests' SSLError).
+CERTIFICATE_FAILED = "CERTIFICATE_VERIFY_FAILED"
 
 # MessageId (registry prefix and version stripped, e.g. "IDRAC.2.8.SYS446" -> "SYS446") -> category.
 # Sources: openstack/ironic ``ironic/drivers/modules/redfish/boot.py`` (InsertMedia retries, story 2008504) and
@@ -204,6 +206,13 @@ def from_sushy(exc: Exception, doing: str) -> MetalplaneError:  # noqa: PLR0911
             hint = " Check username/password (REDFISH_USERNAME/REDFISH_PASSWORD) and the BMC's session limit."
         msg = f"{doing} failed: HTTP {exc.status_code} {', '.join(ids) or exc.code}: {detail}.{hint}"
         return cls(msg, category=category, message_ids=ids, status=exc.status_code, url=url)
+    if isinstance(exc, sx.ConnectionError) and CERTIFICATE_FAILED in str(exc):
+        # Final, not "not ready": no wait makes a certificate trusted. Name the option that trusts it.
+        return RedfishError(
+            f"{doing} failed: the BMC's TLS certificate is not trusted ({CERTIFICATE_FAILED}): give its CA with "
+            "ca_cert (inventory variable bmc_ca_cert); validate_certs: false only for a throwaway lab",
+            category=OTHER,
+        )
     if isinstance(exc, sx.ConnectionError):
         return BmcNotReady(f"{doing} failed: the BMC is unreachable ({_short(exc)})", category=NOT_READY)
     if isinstance(exc, sx.MissingActionError | sx.MissingAttributeError | sx.OEMExtensionNotFoundError):
