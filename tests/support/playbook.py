@@ -159,6 +159,7 @@ def run_playbook_killed_when(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     poll: float = 0.2,
+    limit: str | None = None,
 ) -> PlaybookRun:
     """Run a playbook and SIGKILL it, workers and module processes included, as soon as ``kill_when()`` holds.
 
@@ -167,7 +168,7 @@ def run_playbook_killed_when(
     module's wait, and the "killed" run would quietly complete. ``rc`` is -9 when the kill happened, or the
     playbook's own exit status when it ended before ``kill_when`` held (the caller asserts which it expects).
     """
-    options = {"check": False, "diff": False, "verbosity": 0, "tags": None, "limit": None}
+    options = {"check": False, "diff": False, "verbosity": 0, "tags": None, "limit": limit}
     with (
         _prepared(tasks_or_plays, inventory=inventory, extra_vars=extra_vars, env=env, **options) as (cmd, run_env),
         tempfile.TemporaryFile("w+") as out,

@@ -21,18 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
+from integration.reliability.vke_lab import INVENTORY, SITE, vke_lab
 
-from lab.modelplane.server import ModelplaneEmulator
-from lab.vultr.contract import contract_or_skip
-from lab.vultr.server import VultrEmulator
 from support.figures import record
 from support.playbook import SHORT_TMP_ROOT, PlaybookRun, run_playbook
 
-REPO = Path(__file__).resolve().parents[3]
-SITE = REPO / "playbooks" / "site.yml"
-INVENTORY = REPO / "inventories" / "lab"
-LONGHORN_CHART = REPO / "tests" / "lab" / "charts" / "longhorn-standin"
-HELM = REPO / ".build" / "bin" / "helm"
 VULTR_KEY = "VULTRKEY-s3cr3t-5f0c2b7e91d4a6"
 MODELPLANE_TOKEN = "MPTOKEN-s3cr3t-0a9e8d7c6b5f4e"
 VERBOSE = 3  # -vvv: what a user pastes into a bug report
@@ -52,49 +45,25 @@ def leaks(secrets: dict[str, str], where: str, text: str) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = Path(str(tmp_path_factory.mktemp("scan")))
     tmp = Path(tempfile.mkdtemp(prefix="mp-scan-", dir=SHORT_TMP_ROOT))  # short: ansible-core's socket lives here
-    state = root / "state"
-    state.mkdir()
-    with (
-        ModelplaneEmulator(delay_scale=0.0, token=MODELPLANE_TOKEN) as mp,
-        VultrEmulator(
-            delay_scale=0.0, api_key=VULTR_KEY, contract=contract_or_skip(), twin=True, validator_ready_after=0
-        ) as vultr,
-    ):
-        endpoints = {
-            "lab": {
-                "state_dir": str(state),
-                "delay_scale": 0.0,
-                "longhorn_chart_path": str(LONGHORN_CHART),
-                "helm": str(HELM) if HELM.exists() else (shutil.which("helm") or ""),
-            },
-            "emulators": {
-                "vultr": {"api_endpoint": vultr.endpoint, "api_key": VULTR_KEY},
-                "modelplane": {"kubeconfig": str(mp.kubeconfig_path)},
-            },
-        }
-        (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
+    with vke_lab(root, tmp, api_key=VULTR_KEY, token=MODELPLANE_TOKEN) as lab:
+        state = lab.state
         done: dict[str, Any] = {"state": state, "tmp": tmp, "timelines": []}
         for direction in ("up", "down"):
             timeline = root / f"timeline-{direction}"
             done["timelines"].append(timeline)
-            env = {
-                "LAB_STATE_DIR": str(state),
-                "TMPDIR": str(tmp),
-                "VULTR_API_KEY": "",
-                "ANSIBLE_CALLBACKS_ENABLED": "metalplane.inference.timeline",
-                "METALPLANE_TIMELINE_DIR": str(timeline),
-            }
+            env = lab.env(
+                ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline)
+            )
             extra = {"cluster_state": "absent"} if direction == "down" else None
             if direction == "down":  # the VKE kubeconfig tokens, read before the teardown removes the files
+                kubeconfigs = sorted((state / "kubeconfigs").glob("*"))
                 done["vke_tokens"] = {
                     f"VKE token of {path.name}": user["user"]["token"]
-                    for path in sorted((state / "kubeconfigs").glob("*"))
+                    for path in kubeconfigs
                     for user in yaml.safe_load(path.read_text())["users"]
                     if user.get("user", {}).get("token")
                 }
-                done["modes"] = {
-                    path.name: stat.S_IMODE(path.stat().st_mode) for path in (state / "kubeconfigs").glob("*")
-                }
+                done["modes"] = {path.name: stat.S_IMODE(path.stat().st_mode) for path in kubeconfigs}
             done[direction] = run_playbook(
                 SITE,
                 inventory=INVENTORY,
