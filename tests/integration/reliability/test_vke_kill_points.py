@@ -47,15 +47,11 @@ POINTS: dict[str, Callable[[VkeLab], bool]] = {
 }
 
 
+EVERY_POINT = [pytest.mark.slow, pytest.mark.skipif(not ALL, reason="every point: make reliability")]
+
+
 @pytest.mark.parametrize(
-    "point",
-    [
-        pytest.param(
-            name,
-            marks=[] if index == 0 else [pytest.mark.slow, pytest.mark.skipif(not ALL, reason="every point: make reliability (METALPLANE_VKE_KILLS=1)")],
-        )
-        for index, name in enumerate(POINTS)
-    ],
+    "point", [pytest.param(name, marks=[] if index == 0 else EVERY_POINT) for index, name in enumerate(POINTS)]
 )
 def test_up_killed_at_a_point_then_run_again_holds_exactly_the_inventory(point: str, tmp_path: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mp-kill-", dir=SHORT_TMP_ROOT))
