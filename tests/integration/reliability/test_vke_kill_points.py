@@ -73,7 +73,13 @@ def test_up_killed_at_a_point_then_run_again_holds_exactly_the_inventory(point: 
         shutil.rmtree(tmp, ignore_errors=True)
     record(
         f"kill_vke_{list(POINTS).index(point) + 1}",
-        {"point": point, "kills": 1, "converged": 1, **{k: v for k, v in found.items() if k != "pools"}},
+        {
+            "point": point,
+            "kills": 1,
+            "converged": 1,
+            **{k: v for k, v in found.items() if k not in ("pools", "kubeconfigs")},
+            "kubeconfigs": {name: f"{mode:04o}" for name, mode in found["kubeconfigs"].items()},
+        },
         "site.yml up of the lab's VKE cluster SIGKILLed (process group) when the point held, then run again; counted "
         "on the emulators: clusters, pools, InferenceClusters, kubeconfig files",
     )
