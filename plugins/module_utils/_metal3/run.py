@@ -760,7 +760,14 @@ class Metal3Run:
         released = []
         for host in targets:
             name = str(_meta(host)["name"])
-            holder = str((b.consumer_of(host) or {}).get("name") or "")
+            ref = b.consumer_of(host) or {}
+            holder = str(ref.get("name") or "")
+            if ref.get("kind") != b.CONSUMER_KIND:  # CAPM3's Metal3Machine, another tool: theirs to release
+                raise ConflictError(
+                    f"BareMetalHost {self.inputs.namespace}/{name} is held by {ref.get('kind')} {holder!r}, not by a "
+                    "cluster of this collection; release it with the tool that claimed it (force does not apply)",
+                    details={"host": name},
+                )
             if not b.held_by(host, self.inputs.cluster) and not force:
                 raise InputError(
                     "force",

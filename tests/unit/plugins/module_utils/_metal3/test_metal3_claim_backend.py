@@ -130,6 +130,14 @@ def test_another_clusters_host_needs_force(available: MemoryObjects) -> None:
     assert "consumerRef" not in bmh(available, "r730-a")["spec"]
 
 
+def test_a_host_another_metal3_consumer_holds_is_never_released(available: MemoryObjects) -> None:
+    key = ("BareMetalHost", "metal3", "r730-a")
+    available.objects[key]["spec"]["consumerRef"] = {"kind": "Metal3Machine", "name": "capm3-m", "namespace": "metal3"}
+    with pytest.raises(ConflictError, match="Metal3Machine"):
+        claim(available, state="absent", host="r730-a", force=True)
+    assert bmh(available, "r730-a")["spec"]["consumerRef"]["kind"] == "Metal3Machine"
+
+
 def test_a_provisioned_host_is_not_released_under_a_running_node() -> None:
     store = MemoryObjects()
     run(store, ScriptedMetal3(store))  # dc1 holds r730-a, provisioned
