@@ -51,7 +51,7 @@ Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
 STATES = ("present", "absent")
 # The provisioners of the baremetal_host role (docs/architecture.md, "Adding a provisioner").
 PROVISIONERS = ("redfish", "metal3")
-# The provisioner whose claim is a BareMetalHosts consumerRef, planned by ``_metal3/preflight.py``.
+# The provisioner whose claim is a BareMetalHost's consumerRef, planned by ``_metal3/preflight.py``.
 METAL3 = "metal3"
 # Provisioners that install from the vendor installer ISO over virtual media (``boot_iso``): they need the ISO,
 # the root password hash and the root disk of the host.

@@ -23,7 +23,11 @@ from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import ConflictError, InputError
 from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import Problem
-from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import Host, Requirements
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import (
+    Host,
+    Requirements,
+    fact_mismatches,
+)
 
 from . import bmh as b
 from . import progress as p
@@ -204,7 +208,5 @@ def plan_cluster(
 
 
 def _mismatched(host: Mapping[str, Any], inputs: Inputs, hosts: Sequence[Host]) -> bool:
-    from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool import fact_mismatches
-
     facts = next((h.facts for h in hosts if b.host_name(h.name) == _name(host)), {})
     return bool(fact_mismatches(inputs.requirements, facts))
