@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Render docs/reliability.md from one ``make reliability`` run: the figures the tests recorded and pytest's verdicts.
 
 Usage: reliability-report.py FIGURES_DIR JUNIT_XML OUTPUT_MD
