@@ -24,18 +24,14 @@ from typing import Any
 
 import pytest
 import yaml
+from integration.reliability.vke_lab import vke_lab
 
 from lab.kube.server import KubeEmulator
-from lab.modelplane.server import ModelplaneEmulator
 from lab.modelplane.serving import API_VERSION, GATEWAY_NAME
-from lab.vultr.contract import assert_no_violations, contract_or_skip
-from lab.vultr.server import VultrEmulator
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks" / "site.yml"
 SMOKE_PLAYBOOK = REPO / "playbooks" / "smoke.yml"
-LONGHORN_CHART = REPO / "tests" / "lab" / "charts" / "longhorn-standin"
-HELM = REPO / ".build" / "bin" / "helm"
 INVENTORY = REPO / "inventories" / "lab"
 API_KEY = "lab-vultr-api-key"
 PREFLIGHT = "Check every cluster against the inventory rules and the Vultr account (read-only)"
@@ -53,31 +49,10 @@ class ControlPlaneWrites:
 
 @pytest.fixture
 def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
-    with (
-        ModelplaneEmulator(delay_scale=0.0) as mp,
-        VultrEmulator(
-            delay_scale=0.0, api_key=API_KEY, contract=contract_or_skip(), twin=True, validator_ready_after=0
-        ) as vultr,
-    ):
+    with vke_lab(ansible_tmp, ansible_tmp, api_key=API_KEY) as twin:
         writes = ControlPlaneWrites()
-        mp.api.server_api.on_write.append(writes)
-        state = ansible_tmp / "state"
-        state.mkdir()
-        endpoints = {
-            "lab": {
-                "state_dir": str(state),
-                "delay_scale": 0.0,
-                "longhorn_chart_path": str(LONGHORN_CHART),
-                "helm": str(HELM) if HELM.exists() else (shutil.which("helm") or ""),
-            },
-            "emulators": {
-                "vultr": {"api_endpoint": vultr.endpoint, "api_key": API_KEY},
-                "modelplane": {"kubeconfig": str(mp.kubeconfig_path)},
-            },
-        }
-        (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
-        yield {"vultr": vultr, "mp": mp, "writes": writes, "state": state, "tmp": ansible_tmp}
-    assert_no_violations(vultr)
+        twin.mp.api.server_api.on_write.append(writes)
+        yield {"vultr": twin.vultr, "mp": twin.mp, "writes": writes, "state": twin.state, "tmp": ansible_tmp}
 
 
 def run_site(

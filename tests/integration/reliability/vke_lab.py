@@ -1,8 +1,8 @@
-"""The lab behind site.yml's VKE path for the reliability tests: the Vultr emulator (contract on, twin workload APIs),
-the Modelplane control plane, and the ``endpoints.yml`` the shipped ``inventories/lab`` reads.
+"""The lab behind site.yml's VKE path: the Vultr emulator (contract on, twin workload APIs), the Modelplane control
+plane, and the ``endpoints.yml`` the shipped ``inventories/lab`` reads.
 
-Why its own helper: the secret scan and the kill points both drive site.yml end to end on a fresh lab, with
-credentials of the test's choosing.
+Why one helper: test_site_playbook.py, the secret scan and the kill points all drive site.yml end to end on a fresh
+lab, with credentials of the test's choosing.
 """
 
 from __future__ import annotations
