@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration.reliability.vke_lab import vke_lab
+from integration.reliability.vke_lab import VkeLabContext
 
 from lab.kube.server import KubeEmulator
 from lab.modelplane.serving import API_VERSION, GATEWAY_NAME
@@ -49,7 +49,7 @@ class ControlPlaneWrites:
 
 @pytest.fixture
 def lab(ansible_tmp: Path) -> Iterator[dict[str, Any]]:
-    with vke_lab(ansible_tmp, ansible_tmp, api_key=API_KEY) as twin:
+    with VkeLabContext(ansible_tmp, ansible_tmp, api_key=API_KEY) as twin:
         writes = ControlPlaneWrites()
         twin.mp.api.server_api.on_write.append(writes)
         yield {"vultr": twin.vultr, "mp": twin.mp, "writes": writes, "state": twin.state, "tmp": ansible_tmp}

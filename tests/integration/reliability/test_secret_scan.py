@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration.reliability.vke_lab import INVENTORY, SITE, vke_lab
+from integration.reliability.vke_lab import INVENTORY, SITE, VkeLabContext
 
 from support.figures import record
 from support.playbook import SHORT_TMP_ROOT, PlaybookRun, run_playbook
@@ -45,7 +45,7 @@ def leaks(secrets: dict[str, str], where: str, text: str) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = Path(str(tmp_path_factory.mktemp("scan")))
     tmp = Path(tempfile.mkdtemp(prefix="mp-scan-", dir=SHORT_TMP_ROOT))  # short: ansible-core's socket lives here
-    with vke_lab(root, tmp, api_key=VULTR_KEY, token=MODELPLANE_TOKEN) as lab:
+    with VkeLabContext(root, tmp, api_key=VULTR_KEY, token=MODELPLANE_TOKEN) as lab:
         state = lab.state
         done: dict[str, Any] = {"state": state, "tmp": tmp, "timelines": []}
         for direction in ("up", "down"):

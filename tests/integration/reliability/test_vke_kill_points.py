@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration.reliability.vke_lab import INVENTORY, SITE, VkeLab, vke_lab
+from integration.reliability.vke_lab import INVENTORY, SITE, VkeLab, VkeLabContext
 
 from support.figures import record
 from support.playbook import SHORT_TMP_ROOT, run_playbook, run_playbook_killed_when
@@ -56,7 +56,7 @@ EVERY_POINT = [pytest.mark.slow, pytest.mark.skipif(not ALL, reason="every point
 def test_up_killed_at_a_point_then_run_again_holds_exactly_the_inventory(point: str, tmp_path: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mp-kill-", dir=SHORT_TMP_ROOT))
     try:
-        with vke_lab(tmp_path, tmp, api_key=API_KEY) as lab:
+        with VkeLabContext(tmp_path, tmp, api_key=API_KEY) as lab:
             killed = run_playbook_killed_when(
                 SITE,
                 lambda: POINTS[point](lab),

@@ -8,11 +8,9 @@ lab, with credentials of the test's choosing.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -38,30 +36,45 @@ class VkeLab:
         return {"LAB_STATE_DIR": str(self.state), "TMPDIR": str(self.tmp), "VULTR_API_KEY": "", **extra}
 
 
-@contextmanager
-def vke_lab(root: Path, tmp: Path, *, api_key: str, token: str | None = None) -> Iterator[VkeLab]:
-    """A fresh lab; ``token`` is the control plane's bearer token (the emulator's default when None)."""
-    state = root / "state"
-    state.mkdir()
-    extra: dict[str, Any] = {} if token is None else {"token": token}
-    with (
-        ModelplaneEmulator(delay_scale=0.0, **extra) as mp,
-        VultrEmulator(
+class VkeLabContext:
+    """A fresh lab; ``token`` is the control plane's bearer token (the emulator's default when None).
+
+    A class, not a generator context manager: fixtures yield from inside it, and a generator's context would not be
+    exited if the fixture's generator were not run to its end.
+    """
+
+    def __init__(self, root: Path, tmp: Path, *, api_key: str, token: str | None = None) -> None:
+        self.state = root / "state"
+        self.tmp = tmp
+        self.api_key = api_key
+        self.stack = ExitStack()
+        self.mp = ModelplaneEmulator(delay_scale=0.0, **({} if token is None else {"token": token}))
+        self.vultr = VultrEmulator(
             delay_scale=0.0, api_key=api_key, contract=contract_or_skip(), twin=True, validator_ready_after=0
-        ) as vultr,
-    ):
+        )
+
+    def __enter__(self) -> VkeLab:
+        self.state.mkdir()
+        mp = self.stack.enter_context(self.mp)
+        vultr = self.stack.enter_context(self.vultr)
         endpoints = {
             "lab": {
-                "state_dir": str(state),
+                "state_dir": str(self.state),
                 "delay_scale": 0.0,
                 "longhorn_chart_path": str(LONGHORN_CHART),
                 "helm": str(HELM) if HELM.exists() else (shutil.which("helm") or ""),
             },
             "emulators": {
-                "vultr": {"api_endpoint": vultr.endpoint, "api_key": api_key},
+                "vultr": {"api_endpoint": vultr.endpoint, "api_key": self.api_key},
                 "modelplane": {"kubeconfig": str(mp.kubeconfig_path)},
             },
         }
-        (state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
-        yield VkeLab(vultr, mp, state, tmp)
-        assert_no_violations(vultr)
+        (self.state / "endpoints.yml").write_text(yaml.safe_dump(endpoints))
+        return VkeLab(vultr, mp, self.state, self.tmp)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                assert_no_violations(self.vultr)
+        finally:
+            self.stack.close()
