@@ -184,7 +184,7 @@ def ssh(lab: Lab, bmc: str, command: str, key: asyncssh.SSHKey) -> subprocess.Co
     ident = lab.fleet.host(bmc).identity
     known = lab.tmp / f"known_hosts-{bmc}"
     known.write_text(f"[{ident.address}]:{ident.port} {key.export_public_key().decode()}")
-    options = ["BatchMode=yes", "IdentitiesOnly=yes", "ConnectTimeout=10", f"UserKnownHostsFile={known}"]
+    options = ["BatchMode=yes", "IdentitiesOnly=yes", "ConnectTimeout=30", f"UserKnownHostsFile={known}"]
     options += ["StrictHostKeyChecking=yes", "GlobalKnownHostsFile=/dev/null"]
     argv = [SSH, "-i", str(lab.client_key), "-p", str(ident.port), *(a for o in options for a in ("-o", o))]
     return subprocess.run([*argv, f"root@{ident.address}", command], capture_output=True, text=True, timeout=60,

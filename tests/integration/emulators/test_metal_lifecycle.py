@@ -122,7 +122,7 @@ def ssh(
     known = lab.tmp / f"known_hosts-{host.name}"
     ident = host.identity
     known.write_text(f"[{ident.address}]:{ident.port} {key.export_public_key().decode()}" if key else "")
-    options = ["BatchMode=yes", "IdentitiesOnly=yes", "ConnectTimeout=10", f"UserKnownHostsFile={known}"]
+    options = ["BatchMode=yes", "IdentitiesOnly=yes", "ConnectTimeout=30", f"UserKnownHostsFile={known}"]
     options += ["StrictHostKeyChecking=yes", "GlobalKnownHostsFile=/dev/null"]
     argv = [SSH, "-i", str(lab.client_key), "-p", str(ident.port), *(a for o in options for a in ("-o", o))]
     return subprocess.run(
