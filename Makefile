@@ -206,7 +206,7 @@ RELIABILITY_DIR := $(abspath $(BUILD))/reliability
 RELIABILITY_KILLS ?= 0
 reliability: venv bootloaders
 	rm -rf $(RELIABILITY_DIR) && mkdir -p $(RELIABILITY_DIR)
-	METALPLANE_RELIABILITY_DIR=$(RELIABILITY_DIR) METALPLANE_VKE_KILLS=1 METALPLANE_METAL_FULL=$(RELIABILITY_KILLS) \
+	METALPLANE_RELIABILITY_DIR=$(RELIABILITY_DIR) METALPLANE_RELIABILITY_FULL=1 METALPLANE_VKE_KILLS=1 METALPLANE_METAL_FULL=$(RELIABILITY_KILLS) \
 		$(BIN)/python -m pytest -q -n 0 --junitxml=$(RELIABILITY_DIR)/junit.xml tests/integration/reliability \
 		tests/integration/metal/test_metal3_provisioner.py \
 		$(if $(filter 1,$(RELIABILITY_KILLS)),tests/integration/metal/test_baremetal_resume.py) || true

@@ -24,10 +24,10 @@ description:
   - Records, for each inventory host (one host is one cluster) and each phase, the seconds its tasks took.
   - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
     role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
-  - Known phases, shown in this order, are C(preflight), C(claim), C(boot), C(install), C(recovery), C(driver),
-    C(kubernetes) (bare metal), C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke), C(teardown), C(wipe)
-    and C(release); other names (lower-case letters, digits, C(_) and C(-), which is read as C(_)) are accepted and
-    shown after them.
+  - Known phases, shown in this order, are C(preflight), C(lock), C(claim), C(boot), C(install), C(recovery),
+    C(driver), C(kubernetes) (bare metal), C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke),
+    C(teardown), C(wipe) and C(release); other names (lower-case letters, digits, C(_) and C(-), which is read as
+    C(_)) are accepted and shown after them.
   - At the end of the run a table is printed (to standard error instead of standard output when the stdout callback
     writes JSON, so that output stays parseable).
   - When O(output_dir) is set, C(timeline.json) and C(timeline.html) (a self-contained page with one inline SVG
@@ -83,6 +83,7 @@ from ansible.plugins.callback import CallbackBase
 # tasks (docs/timeline.md, "The phase contract").
 PHASES = (
     "preflight",
+    "lock",
     "claim",
     "boot",
     "install",
@@ -348,6 +349,7 @@ def render_table(report: dict[str, Any]) -> list[str]:
 # Phase colours (colour-blind-safe palette); custom phases cycle through the spare ones.
 _COLOURS = {
     "preflight": "#bbbbbb",
+    "lock": "#dddddd",
     "provision": "#0072b2",
     "gpu_ready": "#009e73",
     "storage": "#e69f00",

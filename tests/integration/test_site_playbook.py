@@ -311,7 +311,7 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert up.rc == 0, failure(up)
     assert up.changed(CLUSTER) > 0
     up_phases = phase_tasks(tmp_path / "up", CLUSTER)
-    assert set(up_phases) == {"preflight", "provision", "gpu_ready", "storage", "adoption", "smoke"}, up_phases
+    assert set(up_phases) == {"preflight", "lock", "provision", "gpu_ready", "storage", "adoption", "smoke"}, up_phases
     # The cluster was created: the smoke test served a chat completion through the gateway, from this cluster,
     # reported it (on the timeline too) with changed=false, and left nothing behind.
     served = up.task(SMOKE, CLUSTER)
@@ -408,7 +408,7 @@ def test_down_is_refused_before_un_adopting_while_volumes_of_the_rwx_class_exist
     assert removed["changed"] is True
     assert removed["removed"] == [f"ModelService default/smoke-{CLUSTER}", f"ModelDeployment default/smoke-{CLUSTER}"]
     down_phases = phase_tasks(tmp_path / "down", CLUSTER)
-    assert set(down_phases) == {"preflight", "teardown"}, down_phases
+    assert set(down_phases) == {"preflight", "lock", "teardown"}, down_phases
     assert down.task(UNADOPT, CLUSTER)["changed"]
     assert mp.get("modelplane.ai/v1alpha1", "InferenceCluster", CLUSTER) is None
     assert lab["vultr"].clusters == {}

@@ -65,6 +65,26 @@ class KindNotServed(NotFoundError):
     kind = "kind_not_served"
 
 
+def forget_parents_temp_files() -> None:
+    """In a forked process that outlives its parent: stop using the parent's kubeconfig certificate files.
+
+    The kubernetes library writes a kubeconfig's embedded certificates to temporary files, caches their paths per
+    content, and deletes them when the process that wrote them exits. A child forked after that would reuse the
+    cached paths after its parent removed the files (``[Errno 2]`` on its first request); with the cache emptied
+    it writes its own.
+    """
+    from kubernetes.config import kube_config
+
+    kube_config._temp_files = {}
+
+
+def remove_temp_files() -> None:
+    """Delete the certificate files this process wrote (what the library's ``atexit`` hook would do)."""
+    from kubernetes.config import kube_config
+
+    kube_config._cleanup_temp_files()
+
+
 def build_configuration(auth: dict[str, Any]) -> Any:
     """A ``kubernetes.client.Configuration`` from resolved options (see ``args.resolve_auth``)."""
     configuration = kubernetes.client.Configuration()

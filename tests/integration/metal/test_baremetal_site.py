@@ -100,8 +100,8 @@ R730_POSTS = ("bios-settings", "VirtualCD", "bios-settings", "Hdd")
 # The timeline's phases of the r730's first up, none "other" (recovery: its two tasks, skipped, which the timeline
 # counts too; smoke: the cluster was installed, so the serving test runs).
 R730_UP_PHASES = (
-    "preflight", "claim", "boot", "install", "recovery", "driver", "kubernetes", "gpu_ready", "storage", "adoption",
-    "smoke",
+    "preflight", "lock", "claim", "boot", "install", "recovery", "driver", "kubernetes", "gpu_ready", "storage",
+    "adoption", "smoke",
 )  # fmt: skip
 
 
