@@ -35,7 +35,9 @@ description:
   - Tasks whose result says a recovery was needed are listed per host as recovery events (task name, phase, time
     and kind) in the table, the JSON file and the chart. The kinds come from the result keys C(recovered_by)
     (M(metalplane.inference.redfish_virtual_media), any value but C(none)), C(auth_fallback) (every Redfish
-    module, when true) and C(reapplied) (M(metalplane.inference.redfish_boot), when true).
+    module, when true), C(reapplied) (M(metalplane.inference.redfish_boot), when true) and C(api_retry) (the
+    C(vke_*) modules, when C(api_requests.retries) is above zero, so the Vultr API answered 429 or 5xx and was asked
+    again).
   - The serving smoke test's result key C(smoke) (M(metalplane.inference.modelplane_smoke) - the request line and
     the answer's first tokens, each shortened to 200 characters) is shown per host as a smoke event.
   - Otherwise the reports contain host names, phase names, task counts and durations only; never task arguments
@@ -114,8 +116,11 @@ HTML_FILE = "timeline.html"
 #   recovered_by   redfish_virtual_media: none | eject_retry | bmc_reset (the kind is the value)
 #   auth_fallback  every Redfish module: true when a write HTTP Basic was refused got a session
 #   reapplied      redfish_boot: true when the BMC reverted the boot order and it was written again
+#   api_requests   vke_* modules: {"retries": N, ...}; N > 0 means the Vultr API answered 429/5xx and was asked again
 RECOVERED_BY = "recovered_by"
 RECOVERY_FLAGS = ("auth_fallback", "reapplied")
+API_REQUESTS = "api_requests"
+API_RETRY = "api_retry"
 NO_RECOVERY = "none"
 # A recovery kind is kept only when it looks like an identifier; anything else is reported as
 # ``other``, so no free text from a result can reach the reports.
@@ -154,8 +159,9 @@ def task_phase(task: Any) -> str:
 def recoveries_in(result: Any) -> list[str]:
     """The recovery kinds a task result reports, in order and without repeats (pure).
 
-    ``recovered_by`` values other than ``none`` and the true ``auth_fallback``/``reapplied`` flags,
-    read from the result and, for a loop, from each item's result. Never raises.
+    ``recovered_by`` values other than ``none``, the true ``auth_fallback``/``reapplied`` flags and ``api_retry``
+    when ``api_requests.retries`` is above zero, read from the result and, for a loop, from each item's result.
+    Never raises.
     """
     if not isinstance(result, Mapping):
         return []
@@ -169,6 +175,10 @@ def recoveries_in(result: Any) -> list[str]:
         if isinstance(value, str) and value and value != NO_RECOVERY:
             found.append(value if _RECOVERY_KIND.match(value) else OTHER)
         found.extend(flag for flag in RECOVERY_FLAGS if item.get(flag) is True)
+        counts = item.get(API_REQUESTS)
+        retries = counts.get("retries") if isinstance(counts, Mapping) else None
+        if isinstance(retries, int) and not isinstance(retries, bool) and retries > 0:
+            found.append(API_RETRY)
     return list(dict.fromkeys(found))
 
 

@@ -44,6 +44,11 @@ options:
       - Verify the TLS certificate of O(api_endpoint).
     type: bool
     default: true
+  ca_cert:
+    description:
+      - PEM CA bundle to verify O(api_endpoint) with, instead of the system's (a TLS-inspecting proxy's CA, for
+        example). An untrusted certificate fails at once, naming this option.
+    type: path
 requirements:
   - vultr-python >= 0.2.0
   - requests

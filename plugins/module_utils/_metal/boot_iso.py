@@ -40,6 +40,10 @@ class PublishError(MetalplaneError):
     kind = "publish"
 
 
+# What OpenSSL says when the server's certificate does not chain to a trusted CA (inside urllib's error).
+CERTIFICATE_FAILED = "CERTIFICATE_VERIFY_FAILED"
+
+
 def parse_checksum(value: Any) -> str:
     """The bare lower-case sha256 of ``sha256:<hex>`` or ``<hex>``; InputError on ``iso_checksum`` otherwise."""
     match = _SHA256.match(str(value or "").strip())
@@ -131,7 +135,7 @@ def fetch_verified(
                     digest.update(chunk)
                     out.write(chunk)
             except Exception as exc:  # urllib/ssl/socket errors all mean "could not download"
-                raise InputError("iso_url", f"cannot download {url}: {exc}") from exc
+                raise InputError("iso_url", f"cannot download {url}: {exc}{trust_hint(exc)}") from exc
         if digest.hexdigest() != sha256:
             raise InputError("iso_checksum", f"{url} has sha256 {digest.hexdigest()}, not the expected {sha256}")
         os.replace(tmp, cached)
@@ -162,7 +166,17 @@ def source_reachable(url: str, *, timeout: int, validate_certs: bool, ca_cert: s
             with open_url(url, headers={"Range": "bytes=0-0"}, **options) as response:
                 response.read(1)
     except Exception as exc:  # urllib/ssl/socket errors all mean "could not reach"
-        raise InputError("iso_url", f"cannot reach {url}: {exc}") from exc
+        raise InputError("iso_url", f"cannot reach {url}: {exc}{trust_hint(exc)}") from exc
+
+
+def trust_hint(exc: BaseException) -> str:
+    """What to do when the server's certificate is not trusted: name the option that trusts it."""
+    if CERTIFICATE_FAILED not in str(exc):
+        return ""
+    return (
+        "; the server's TLS certificate is not trusted: give its CA bundle with ca_cert"
+        " (validate_certs: false only for a throwaway lab)"
+    )
 
 
 def _publish_options(params: dict[str, Any]) -> dict[str, Any]:

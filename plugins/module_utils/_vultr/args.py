@@ -8,6 +8,7 @@ that collection feel at home, and one function that turns them into a client.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ansible.module_utils.basic import env_fallback
@@ -34,6 +35,7 @@ def vultr_argument_spec() -> dict[str, Any]:
         "api_retries": {"type": "int", "default": 5},
         "api_retry_max_delay": {"type": "int", "default": 12},
         "validate_certs": {"type": "bool", "default": True},
+        "ca_cert": {"type": "path"},
     }
 
 
@@ -51,4 +53,12 @@ def client_from_params(params: dict[str, Any]) -> VultrClient:
         retries=params["api_retries"],
         retry_max_delay=params["api_retry_max_delay"],
         validate_certs=params["validate_certs"],
+        ca_cert=ca_cert(params.get("ca_cert")),
     )
+
+
+def ca_cert(path: str | None) -> str | None:
+    """The CA bundle of ``ca_cert``, refused before any request when it is not a readable file."""
+    if path and not os.path.isfile(path):
+        raise InputError("ca_cert", f"{path} is not a file: give the path of a PEM CA bundle on the controller")
+    return path or None

@@ -150,6 +150,7 @@ class VultrClient(VultrBase):
         retries: int = 5,
         retry_max_delay: float = 12.0,
         validate_certs: bool = True,
+        ca_cert: str | None = None,
         user_agent: str = "metalplane.inference",
     ) -> None:
         super().__init__(api_key=api_key)
@@ -158,7 +159,11 @@ class VultrClient(VultrBase):
         self.retry_max_delay = retry_max_delay
         self.sleep: Callable[[float], None] = time.sleep  # replaced in unit tests
         self.counter = RequestCounter()
-        self.http_session.verify = validate_certs
+        # A CA bundle verifies against it (a TLS-inspecting proxy's CA); validate_certs false turns verification off.
+        # Passed with each request too: requests lets REQUESTS_CA_BUNDLE override a session's verify (psf/requests
+        # #3829), which would silently ignore ca_cert on the many controllers that set that variable.
+        self.verify: bool | str = ca_cert if (ca_cert and validate_certs) else validate_certs
+        self.http_session.verify = self.verify
         self.http_session.headers.update(
             {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": user_agent}
         )
@@ -191,7 +196,9 @@ class VultrClient(VultrBase):
         self.counter.by_method[verb] = self.counter.by_method.get(verb, 0) + 1
         retries_before = self.counter.retries
         try:
-            response = self.http_session.request(verb, url, params=params, json=data, timeout=self.timeout)
+            response = self.http_session.request(
+                verb, url, params=params, json=data, timeout=self.timeout, verify=self.verify
+            )
         except requests.RequestException as exc:
             attempts = 1 + self.counter.retries - retries_before
             raise transport_error(verb, path, exc, timeout=self.timeout, attempts=attempts) from None
@@ -290,6 +297,8 @@ CONNECT_TIMEOUT = "connect timeout"  # no TCP/TLS connection within api_timeout
 CONNECTION_FAILED = "connection failed"  # refused, no route, name not resolved
 CONNECTION_LOST = "connection lost"  # closed or reset before the answer (a lost response)
 TLS_FAILED = "TLS error"  # handshake or certificate verification failed
+# What OpenSSL says when the server's certificate does not chain to a trusted CA (inside requests' SSLError).
+CERTIFICATE_FAILED = "CERTIFICATE_VERIFY_FAILED"
 NO_RESPONSE = "no response"  # anything else requests raised
 
 
@@ -342,6 +351,12 @@ def transport_error(verb: str, path: str, exc: BaseException, *, timeout: float,
         msg = (
             f"Vultr {verb} {path}: timed out after {timeout:g} s ({kind}: no answer within api_timeout) on {tries}; "
             "the API is slow or overloaded: retry later or raise api_timeout"
+        )
+    elif kind == TLS_FAILED and any(CERTIFICATE_FAILED in str(cause) for cause in _causes(exc)):
+        # Final: no retry makes a certificate trusted. Name the option that trusts it.
+        msg = (
+            f"Vultr {verb} {path}: the API's TLS certificate is not trusted ({CERTIFICATE_FAILED}): give its CA bundle "
+            "with ca_cert (for example a TLS-inspecting proxy's CA); validate_certs: false only for a throwaway lab"
         )
     elif kind == CONNECT_TIMEOUT:
         msg = (

@@ -138,7 +138,7 @@ def pool_spec_from_params(
         labels = {str(k): "" if v is None else str(v) for k, v in labels.items()}
         validate.labels(f"{prefix}labels", labels)
     taints_in = params.get("taints")
-    taints = default_taints(plan) if taints_in is None else tuple(_taint(t, prefix) for t in taints_in)
+    taints = default_taints(plan) if taints_in is None else tuple(parse_taint(t, prefix) for t in taints_in)
     tag = params.get("tag") or default_tag
     vpc_only = params.get("vpc_only")
     return PoolSpec(
@@ -187,7 +187,8 @@ def _scaling(params: dict[str, Any], prefix: str) -> tuple[int, bool, int, int]:
     return quantity, bool(auto), min_nodes, max_nodes
 
 
-def _taint(item: dict[str, Any], prefix: str) -> Taint:
+def parse_taint(item: dict[str, Any], prefix: str) -> Taint:
+    """One taint of the inventory, checked with Kubernetes' rules (InputError naming ``<prefix>taints``)."""
     effect = item.get("effect") or "NoSchedule"
     if effect not in TAINT_EFFECTS:
         raise InputError(f"{prefix}taints", f"effect {effect!r} must be one of {', '.join(TAINT_EFFECTS)}")

@@ -37,6 +37,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._common.problems import PreflightError, Problem
+from ansible_collections.metalplane.inference.plugins.module_utils._modelplane import validate
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.constants import (
     MAX_NODE_POOLS,
     MAX_POOL_NAME,
@@ -48,7 +49,7 @@ from .args import client_from_params
 from .cluster import SYSTEM_POOL_DEFAULTS, find_by_label
 from .cluster_ops import list_clusters
 from .limits import VPC_ONLY_REASON, per_node_problem
-from .node_pool import is_generation_of
+from .node_pool import is_generation_of, parse_taint
 from .plans import describe_gpu_plan, plan_id_gpu_model
 from .versions import resolve_version
 
@@ -180,6 +181,37 @@ def check_pool(problems: list[Problem], where: str, pool: Any) -> None:
     if pool.get("gpu") is not None:
         _check_gpu(problems, f"{where}.gpu", pool["gpu"])
     _check_counts(problems, where, pool)
+    _check_node_metadata(problems, where, pool)
+
+
+def _problem(exc: InputError) -> Problem:
+    prefix = f"{exc.field}: "
+    return Problem(exc.field, exc.msg[len(prefix) :] if exc.msg.startswith(prefix) else exc.msg)
+
+
+def _check_node_metadata(problems: list[Problem], where: str, pool: Mapping[str, Any]) -> None:
+    """The nodes' labels and taints, with the rules vke_node_pool applies (Kubernetes' syntax) before the cluster
+    exists: Vultr passes them on, and a node whose labels the API server refuses never joins its pool."""
+    labels = pool.get("labels")
+    if labels is not None and not isinstance(labels, Mapping):
+        problems.append(Problem(f"{where}.labels", "must be a mapping of label keys to values"))
+    elif labels:
+        try:
+            validate.labels(f"{where}.labels", {str(k): "" if v is None else str(v) for k, v in labels.items()})
+        except InputError as exc:
+            problems.append(_problem(exc))
+    taints = pool.get("taints")
+    if taints is not None and not isinstance(taints, list):
+        problems.append(Problem(f"{where}.taints", "must be a list of {key, value, effect}"))
+        return
+    for taint in taints or []:
+        if not isinstance(taint, Mapping):
+            problems.append(Problem(f"{where}.taints", "every taint must be a mapping with key, value and effect"))
+            continue
+        try:
+            parse_taint(dict(taint), f"{where}.")
+        except InputError as exc:
+            problems.append(_problem(exc))
 
 
 def _networks(problems: list[Problem], where: str, value: Any) -> list[Network]:
@@ -273,7 +305,14 @@ def check_inventory(clusters: Any, reserved_networks: Any = None) -> list[Proble
         where = name or f"clusters[{index}]"
         _unknown_keys(problems, where, cluster, CLUSTER_KEYS)
         if not is_dns_label(name):
-            problems.append(Problem(f"{where}.name", f"{name!r} must be a lower-case DNS label (a-z, 0-9, '-')"))
+            shown = name if len(name) <= DNS_LABEL_MAX else f"{name[:20]}... ({len(name)} characters)"
+            problems.append(
+                Problem(
+                    f"{where}.name",
+                    f"{shown!r} must be a lower-case DNS label: 1 to {DNS_LABEL_MAX} of a-z, 0-9 and '-', starting and"
+                    " ending with a letter or digit",
+                )
+            )
         if name in seen:
             problems.append(Problem(f"{where}.name", "is used by two clusters; cluster names must be unique"))
         seen.add(name)

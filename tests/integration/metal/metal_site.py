@@ -48,7 +48,9 @@ class MetalLab:
     tmp: Path
 
     def leases(self) -> list[dict[str, Any]]:
-        return self.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
+        """The host claims (a run's lock is a Lease in the same namespace, freed within seconds of the run's end)."""
+        found = self.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
+        return [lease for lease in found if not lease["metadata"]["name"].startswith("metalplane-run.")]
 
     def held_by(self, cluster: str) -> list[dict[str, Any]]:
         return [lease for lease in self.leases() if (lease.get("spec") or {}).get("holderIdentity") == cluster]

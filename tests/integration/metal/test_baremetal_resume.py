@@ -23,6 +23,8 @@ import yaml
 from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab
 from integration.metal.test_baremetal_site import assert_provisioned, assert_torn_down
 
+from support.figures import record
+
 ROLE_TASKS = Path(__file__).resolve().parents[3] / "roles" / "baremetal_host" / "tasks"
 FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
 MATRIX = os.environ.get("METALPLANE_METAL_KILL_MATRIX") == "1"
@@ -90,6 +92,7 @@ def test_up_killed_after_a_task_then_run_again(lab: MetalLab, kill_after: str) -
     assert killed.rc in (SIGKILLED, 0), killed.stderr[-2000:]
     again = lab.site(tags=HOST_PHASES)
     assert again.rc == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    record_point(lab, "up", kill_after, killed.rc)
     assert_provisioned(lab, "r730-1")  # one claim, one install, the ISO gone
     assert len(lab.leases()) == 1
 
@@ -104,6 +107,30 @@ def test_down_killed_after_a_task_then_run_again(lab: MetalLab, kill_after: str)
     assert killed.rc in (SIGKILLED, 0), killed.stderr[-2000:]
     again = lab.site(cluster_state="absent", tags=TEARDOWN_PHASES)
     assert again.rc == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    record_point(lab, "down", kill_after, killed.rc)
     assert_torn_down(lab, "r730-1", order_before)
     assert lab.host("r730-1")["installs"] == 1
     assert lab.held_by(CLUSTER) == []
+
+
+def record_point(lab: MetalLab, direction: str, kill_after: str, rc: int) -> None:
+    """The kill point's figures for make reliability (the assertions that follow fail on any of them)."""
+    installs = lab.host("r730-1")["installs"]
+    claims = len(lab.held_by(CLUSTER))
+    power = lab.redfish.states["r730-1"].power_state
+    media = sum(slot["inserted"] for slot in lab.redfish.states["r730-1"].virtual_media.values())
+    expected_claims = 1 if direction == "up" else 0
+    record(
+        f"kill_metal_{direction}_{'_'.join(kill_after.lower().split()[:6])}",
+        {
+            "point": f"{direction}, after {kill_after!r}",
+            "kills": int(rc == SIGKILLED),
+            "converged": 1,
+            "duplicates": max(installs - 1, 0),
+            "orphans": len(lab.isos()) + media + int(direction == "down" and power != "Off"),
+            "double claims": max(claims - expected_claims, 0),
+        },
+        "site.yml (the host's phases) SIGKILLed after the task, then run again; counted on the simulated host and "
+        "BMC: installs beyond one (duplicates), ISOs left, media inserted, a torn-down server left on (orphans), "
+        "claims beyond the cluster's one (double claims)",
+    )

@@ -58,7 +58,7 @@ def test_two_runs_at_once_converge_once_and_the_second_waits_for_the_first(tmp_p
     assert waited[1]["waited_for"] == waited[0]["lock"]["holder"]
     second = runs[locks.index(waited[1])]
     record(
-        "two_runs_at_once",
+        "concurrent_two_runs",
         {
             "runs": 2,
             "both succeeded": 2,

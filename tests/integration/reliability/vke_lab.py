@@ -37,20 +37,26 @@ class VkeLab:
 
 
 class VkeLabContext:
-    """A fresh lab; ``token`` is the control plane's bearer token (the emulator's default when None).
+    """A fresh lab; ``token`` is the control plane's bearer token (the emulator's default when None), ``seed`` the
+    Vultr emulator's.
 
     A class, not a generator context manager: fixtures yield from inside it, and a generator's context would not be
     exited if the fixture's generator were not run to its end.
     """
 
-    def __init__(self, root: Path, tmp: Path, *, api_key: str, token: str | None = None) -> None:
+    def __init__(self, root: Path, tmp: Path, *, api_key: str, token: str | None = None, seed: int = 0) -> None:
         self.state = root / "state"
         self.tmp = tmp
         self.api_key = api_key
         self.stack = ExitStack()
         self.mp = ModelplaneEmulator(delay_scale=0.0, **({} if token is None else {"token": token}))
         self.vultr = VultrEmulator(
-            delay_scale=0.0, api_key=api_key, contract=contract_or_skip(), twin=True, validator_ready_after=0
+            delay_scale=0.0,
+            api_key=api_key,
+            contract=contract_or_skip(),
+            twin=True,
+            validator_ready_after=0,
+            seed=seed,  # of the ids and of the probabilistic faults a test injects
         )
 
     def __enter__(self) -> VkeLab:

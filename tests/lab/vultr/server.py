@@ -31,6 +31,7 @@ import binascii
 import contextlib
 import json
 import re
+import ssl
 import sys
 import threading
 import traceback
@@ -199,8 +200,13 @@ class VultrEmulator:
         twin: bool = False,
         validator_ready_after: float | None = 60.0,
         workload_state_dir: Path | None = None,
+        tls_dir: Path | None = None,
     ) -> None:
         self.api_key = api_key
+        # HTTPS with a CA of its own (written to tls_dir), for the tests of the client's certificate verification;
+        # the real API's certificate chains to a public CA, so the lab serves plain HTTP otherwise.
+        self.tls_dir = tls_dir
+        self.ca_path: Path | None = None
         self.state = VkeState(
             delay_scale=delay_scale,
             delays=delays,
@@ -250,6 +256,8 @@ class VultrEmulator:
         """Listen on host:port (0: a free port chosen by the kernel) and serve in threads."""
         server = _Server((host, port), _Handler)
         server.emu = self
+        if self.tls_dir is not None:
+            server.socket = self._tls_context(host).wrap_socket(server.socket, server_side=True)
         self._server = server
         self._stop.clear()
         self._threads = [
@@ -261,6 +269,22 @@ class VultrEmulator:
         if self.twin is not None:
             self.twin.attach()
         return self
+
+    def _tls_context(self, host: str) -> ssl.SSLContext:
+        from lab.common.tls import issue_server_certificate
+
+        assert self.tls_dir is not None
+        material = issue_server_certificate("vultr-lab-ca", ["localhost", host])
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        self.ca_path = self.tls_dir / "vultr-ca.crt"
+        chain, key = self.tls_dir / "vultr-api.crt", self.tls_dir / "vultr-api.key"
+        self.ca_path.write_bytes(material.ca_pem)
+        chain.write_bytes(material.cert_pem + material.ca_pem)
+        key.write_bytes(material.key_pem)
+        key.chmod(0o600)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(chain, key)
+        return context
 
     def stop(self) -> None:
         self._stop.set()
@@ -293,7 +317,7 @@ class VultrEmulator:
     @property
     def endpoint(self) -> str:
         """What the modules' ``api_endpoint`` takes (the client appends /v2)."""
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls_dir is not None else 'http'}://{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:

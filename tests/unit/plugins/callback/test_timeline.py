@@ -441,6 +441,10 @@ def test_callback_warns_when_it_cannot_write(tmp_path: Path) -> None:
         ),
         ({"results": [{"auth_fallback": True}, "junk"], "recovered_by": "bmc_reset"}, ["bmc_reset", "auth_fallback"]),
         ({"censored": "the output has been hidden due to the fact that 'no_log: true' was specified"}, []),
+        ({"api_requests": {"calls": 4, "retries": 2, "total": 6}}, ["api_retry"]),
+        ({"api_requests": {"calls": 4, "retries": 0, "total": 4}}, []),
+        ({"api_requests": {"retries": True}}, []),  # only a count counts
+        ({"api_requests": "6"}, []),
     ],
 )
 def test_recoveries_in(result: Any, kinds: list[str]) -> None:

@@ -112,6 +112,13 @@ def test_a_sound_inventory_has_no_problem() -> None:
         ([pool_change(0, min_nodes=2, node_quantity=1)], None, "ewr-1.gpu_pools[l40s-1x].node_quantity", "below"),
         ([pool_change(1, min_nodes=1)], None, "ewr-1.gpu_pools[a16-1x].min_nodes", "needs max_nodes"),
         ([pool_change(0, replicas=2)], None, "ewr-1.gpu_pools[l40s-1x]", "unknown key(s) replicas"),
+        # Node labels and taints, with Kubernetes' rules, before the cluster exists (vke_node_pool's own checks)
+        ([pool_change(0, labels={"bad key!": "x"})], None, "ewr-1.gpu_pools[l40s-1x].labels.bad key!", "label key"),
+        ([pool_change(0, labels=["a=b"])], None, "ewr-1.gpu_pools[l40s-1x].labels", "mapping"),
+        ([pool_change(0, taints=[{"key": "k", "effect": "Never"}])], None, "ewr-1.gpu_pools[l40s-1x].taints", "Never"),
+        ([pool_change(0, taints=[{"effect": "NoSchedule"}])], None, "ewr-1.gpu_pools[l40s-1x].taints", "needs a key"),
+        ([pool_change(0, taints="gpu=true:NoSchedule")], None, "ewr-1.gpu_pools[l40s-1x].taints", "list"),
+        ([cluster("a" * 64)], None, f"{'a' * 64}.name", "(64 characters)"),
         ([cluster(networks=["10.40.0.1/20"])], None, "ewr-1.networks[0]", "did you mean 10.40.0.0/20"),
         ([cluster(networks="10.40.0.0/20")], None, "ewr-1.networks", "list of CIDRs"),
         ([cluster(networks=["10.244.128.0/20"])], None, "ewr-1.networks", "VKE's fixed pod/service subnet"),

@@ -134,6 +134,15 @@ def test_transport_failure_finds_the_cause_requests_wrapped(exc: Exception, kind
             ["no response (connection lost, ConnectionError)"],
             ["timed out", "timeout"],
         ),
+        (
+            requests.exceptions.SSLError(
+                retries_exhausted(SSLError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"))
+            ),
+            60,
+            1,
+            ["TLS certificate is not trusted (CERTIFICATE_VERIFY_FAILED)", "ca_cert"],
+            ["timed out", "no response"],
+        ),
     ],
 )
 def test_transport_error_message(
@@ -165,3 +174,30 @@ def test_req_reports_a_read_timeout_with_the_client_timeout_and_attempts() -> No
     assert "on 3 attempts" in info.value.msg
     assert "secret-key" not in info.value.msg
     assert info.value.details["url"] == "/kubernetes/clusters"
+
+
+@pytest.mark.parametrize(
+    ("validate_certs", "ca_cert", "verify"),
+    [(True, None, True), (True, "/etc/proxy-ca.pem", "/etc/proxy-ca.pem"), (False, "/etc/proxy-ca.pem", False)],
+)
+def test_each_request_carries_the_verification_that_requests_environment_cannot_override(
+    monkeypatch: pytest.MonkeyPatch, validate_certs: bool, ca_cert: str | None, verify: bool | str
+) -> None:
+    """requests lets REQUESTS_CA_BUNDLE replace a session's ``verify`` (psf/requests#3829): ca_cert would be ignored."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    client = VultrClient(
+        "secret-key", api_endpoint="https://127.0.0.1:9", validate_certs=validate_certs, ca_cert=ca_cert
+    )
+    seen: list[Any] = []
+
+    def answering(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("verify"))
+        response = requests.Response()
+        response.status_code = 200
+        response.headers["Content-Type"] = "application/json"
+        response._content = b"{}"
+        return response
+
+    client.http_session.request = answering  # type: ignore[method-assign]
+    client.call("GET", "/plans")
+    assert seen == [verify]

@@ -1,0 +1,128 @@
+"""Fault storms, VKE path (issue 20, part 2): site.yml up while the platforms misbehave, for a few seeds.
+
+The storm: 30 % of every Vultr API request answered 429, 500 or 503 (10 % each, with ``Retry-After: 1``), drawn
+from the emulator's seeded generator so a failing seed replays; and every watch on the control plane and the
+workload API dropped every two seconds. The run must converge in one go to exactly the inventory, and each task that
+needed the API asked again must show on the timeline (recovery kind ``api_retry``). Figures: requests answered,
+faulted, the overhead over the same run without the storm, the recoveries on the timeline.
+
+``make test`` runs seed 1; ``make reliability`` seeds 1 to 3. Not stormed yet (left open on the issue): 503s of the
+Kubernetes APIs (Helm and kubernetes.core do not retry them), BMC resets and busy answers of the metal path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integration.reliability.test_vke_kill_points import (
+    FreshLab,
+    assert_exactly_the_inventory,
+    counted_up,
+)
+from integration.reliability.vke_lab import INVENTORY, SITE, VkeLab
+
+from support.figures import record
+from support.playbook import run_playbook
+
+CLUSTER = "lab-ewr-1"
+FULL = os.environ.get("METALPLANE_RELIABILITY_FULL") == "1"
+# Each fault is tried in turn on the requests the earlier ones let through: 10 %, then 10 % of the whole (0.1 / 0.9),
+# then 10 % of the whole (0.1 / 0.8): 30 % of the requests are answered with one of them.
+STORM = (("429", 0.1), ("500", 0.1 / 0.9), ("503", 0.1 / 0.8))
+WATCH_DROP_SECONDS = 2.0
+SEEDS = [pytest.param(1)] + [
+    pytest.param(seed, marks=[pytest.mark.slow, pytest.mark.skipif(not FULL, reason="make reliability")])
+    for seed in (2, 3)
+]
+
+
+class WatchDropper:
+    """Drops every watch on the control plane and the workload APIs every two seconds, until stopped."""
+
+    def __init__(self, lab: VkeLab) -> None:
+        self.lab = lab
+        self.dropped = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="watch-dropper", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(WATCH_DROP_SECONDS):
+            twin = self.lab.vultr.twin
+            apis = [self.lab.mp.api, *(list(dict(twin.workloads).values()) if twin else [])]
+            for api in apis:
+                try:
+                    self.dropped += api.drop_watches()
+                except RuntimeError:  # the API stopped meanwhile (a cluster deleted)
+                    continue
+
+    def __enter__(self) -> WatchDropper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def up_with_timeline(lab: VkeLab, timeline: Path) -> Any:
+    env = lab.env(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
+    return run_playbook(SITE, inventory=INVENTORY, env=env, limit="vke_clusters", timeout=1200)
+
+
+def recoveries(timeline: Path) -> list[dict[str, Any]]:
+    report = json.loads((timeline / "timeline.json").read_text())
+    return list(report["clusters"][CLUSTER].get("recoveries") or [])
+
+
+@pytest.fixture(scope="module")
+def calm_requests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int | None]:
+    """Vultr requests of the same up without a storm (the overhead's denominator); make reliability only."""
+    if not FULL:
+        yield None
+        return
+    with FreshLab(tmp_path_factory.mktemp("calm")) as lab:
+        run = up_with_timeline(lab, tmp_path_factory.mktemp("calm-timeline"))
+        assert run.rc == 0, run.stdout[-3000:]
+        yield len(lab.vultr.log.entries)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_up_in_a_fault_storm_converges_and_shows_each_recovery(
+    seed: int, calm_requests: int | None, tmp_path: Path
+) -> None:
+    timeline = tmp_path / "timeline"
+    with FreshLab(tmp_path / "lab", seed=seed) as lab:
+        for fault, probability in STORM:
+            lab.vultr.inject(fault, probability=probability, retry_after=1)
+        with WatchDropper(lab) as dropper:
+            run = up_with_timeline(lab, timeline)
+        lab.vultr.clear_faults()
+        entries = list(lab.vultr.log.entries)
+        found = counted_up(lab)
+    assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    faulted = [e for e in entries if e.get("fault")]
+    events = [e for e in recoveries(timeline) if e.get("recovered_by") == "api_retry"]
+    record(
+        f"storms_vke_seed_{seed}",
+        {
+            "converged": 1,
+            "Vultr requests": len(entries),
+            "faulted": len(faulted),
+            "faulted %": round(100 * len(faulted) / max(len(entries), 1)),
+            "overhead %": None if calm_requests is None else round(100 * (len(entries) / calm_requests - 1)),
+            "api_retry events on the timeline": len(events),
+            "watches dropped": dropper.dropped,
+        },
+        "site.yml up of the lab's VKE cluster with 30 % of the Vultr requests answered 429/500/503 (Retry-After 1, "
+        "seeded) and every watch dropped every 2 s; requests and faults from the emulator's log, overhead against the "
+        "same run without the storm, recovery events from the timeline callback",
+    )
+    assert_exactly_the_inventory(found)
+    assert 15 <= 100 * len(faulted) / len(entries) <= 45, "the storm did not blow as configured"
+    assert events, "every retried request must show on the timeline, and this storm retried many"
