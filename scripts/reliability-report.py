@@ -1,6 +1,9 @@
 """Render docs/reliability.md from one ``make reliability`` run: the figures the tests recorded and pytest's verdicts.
 
-Usage: reliability-report.py FIGURES_DIR JUNIT_XML OUTPUT_MD
+Usage: reliability-report.py FIGURES_DIR JUNIT_XML OUTPUT_MD [RERUN_JUNIT_XML]
+
+RERUN_JUNIT_XML: the verdicts of tests run again after the suite (a fix of what the suite found); they replace the
+suite's verdicts of the same tests, and the page lists them as rerun.
 
 Why generated: the figures are only worth what the run behind them is, so the page carries the date, the commit and
 each figure with what it counts, and says which parts of the suite that run did not include.
@@ -42,9 +45,11 @@ def verdicts(junit: Path) -> dict[str, str]:
     return out
 
 
-def main(figures_dir: Path, junit: Path, output: Path) -> int:
+def main(figures_dir: Path, junit: Path, output: Path, rerun: Path | None = None) -> int:
     figures = {p.stem: json.loads(p.read_text()) for p in sorted(figures_dir.glob("*.json"))}
     results = verdicts(junit)
+    reran = verdicts(rerun) if rerun else {}
+    results.update(reran)
     git = ["git", "rev-parse", "--short", "HEAD"]
     commit = subprocess.run(git, check=False, capture_output=True, text=True).stdout.strip() or "unknown"
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -65,6 +70,14 @@ def main(figures_dir: Path, junit: Path, output: Path) -> int:
         "stop; this page is rewritten only by `make reliability`.",
         "",
     ]
+    if reran:
+        lines += [
+            "**Run again after the suite** (after a fix of what it found; the verdicts and figures below are the "
+            "rerun's):",
+            "",
+            *[f"- `{name}`: {verdict}" for name, verdict in reran.items()],
+            "",
+        ]
     if failed:
         lines += ["**Failed in this run:**", "", *[f"- `{name}`" for name in failed], ""]
     for key, title in PARTS:
@@ -82,7 +95,8 @@ def main(figures_dir: Path, junit: Path, output: Path) -> int:
             lines.append(
                 f"All kill points together ({len(recorded)} records): **"
                 + ", ".join(f"{name} {value}" for name, value in totals.items())
-                + "**."
+                + "**. A chain of kills in one lab counts one convergence, after its last kill; every record's run"
+                " converged, or its test failed above."
             )
             lines.append("")
         if not recorded and not kills:
@@ -97,6 +111,6 @@ def main(figures_dir: Path, junit: Path, output: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
-    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])))
+    sys.exit(main(*(Path(arg) for arg in sys.argv[1:])))

@@ -112,8 +112,8 @@ status:
 steps:
   description:
     - The steps left, in order. V(power_off), V(prepare), V(virtual_cd_first), V(build_iso), V(insert_media),
-      V(boot_once), V(install), V(wait_installed), V(eject), V(disk_first), V(power_on), V(recover), V(wait_ssh),
-      V(record_installed); for O(state=absent) V(wipe), V(restore_boot_order), V(release), V(delete_iso) too.
+      V(boot_once), V(install), V(wait_installed), V(eject), V(delete_iso), V(disk_first), V(power_on), V(recover),
+      V(wait_ssh), V(record_installed); for O(state=absent) V(wipe), V(restore_boot_order), V(release) too.
   returned: always
   type: list
   elements: str

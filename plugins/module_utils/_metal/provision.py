@@ -241,6 +241,7 @@ INSTALL_STEPS = [
     STEP_INSTALL,
     STEP_WAIT_INSTALLED,
     STEP_EJECT,
+    STEP_DELETE_ISO,
     STEP_DISK_FIRST,
     STEP_POWER_ON,
     STEP_WAIT_SSH,
@@ -262,8 +263,8 @@ def plan_present(  # noqa: PLR0911 - one return per status, in the order they ar
     ssh = observed.ssh
     if ssh is not None and ssh.reachable and marker_matches(ssh.marker, cluster, generation):
         steps = [STEP_EJECT] if media else []
-        if phase != INSTALLED:
-            steps.append(STEP_RECORD_INSTALLED)
+        if phase != INSTALLED:  # a run killed after the eject: the ISO may still be served
+            steps += [STEP_DELETE_ISO, STEP_RECORD_INSTALLED]
         return Plan("provisioned", steps, f"SSH answers with the pinned key and the marker of generation {generation}")
     if phase == INSTALLED:
         eject = [STEP_EJECT] if media else []
@@ -275,16 +276,26 @@ def plan_present(  # noqa: PLR0911 - one return per status, in the order they ar
             )
         return Plan("booting", [*eject, STEP_WAIT_SSH], "installed and powered on; SSH does not answer yet")
     if phase == INSTALLING:
+        # The ISO (it holds the host's secrets) is deleted in every plan of this phase, not only with the eject: a
+        # run killed between the eject and the deletion finds no media and would otherwise leave it served.
         after = [STEP_DISK_FIRST, STEP_POWER_ON, STEP_WAIT_SSH, STEP_RECORD_INSTALLED]
         if on and media:
             return Plan(
-                "installing", [STEP_WAIT_INSTALLED, STEP_EJECT, *after], "the installer runs from the virtual CD"
+                "installing",
+                [STEP_WAIT_INSTALLED, STEP_EJECT, STEP_DELETE_ISO, *after],
+                "the installer runs from the virtual CD",
             )
         if media:
-            return Plan("install_finished", [STEP_EJECT, *after], "the installer powered the server off")
+            return Plan(
+                "install_finished", [STEP_EJECT, STEP_DELETE_ISO, *after], "the installer powered the server off"
+            )
         if not on:
-            return Plan("ejected", after, "installed and ejected; not powered on from the disk yet")
-        return Plan("booting", [STEP_WAIT_SSH, STEP_RECORD_INSTALLED], "booting the installed system from its disk")
+            return Plan("ejected", [STEP_DELETE_ISO, *after], "installed and ejected; not powered on from the disk yet")
+        return Plan(
+            "booting",
+            [STEP_DELETE_ISO, STEP_WAIT_SSH, STEP_RECORD_INSTALLED],
+            "booting the installed system from its disk",
+        )
     steps = [s for s in INSTALL_STEPS if s != STEP_VIRTUAL_CD_FIRST or virtual_cd_fix]
     why = "no install of this generation was started"
     if ssh is not None and ssh.reachable:

@@ -53,7 +53,7 @@ FULL = [s for s in pv.INSTALL_STEPS if s != pv.STEP_VIRTUAL_CD_FIRST]
             record(pv.INSTALLING),
             pv.Observed("On", ssh=up()),
             "provisioned",
-            [pv.STEP_RECORD_INSTALLED],
+            [pv.STEP_DELETE_ISO, pv.STEP_RECORD_INSTALLED],
             id="killed before recording installed",
         ),
         pytest.param(
@@ -70,22 +70,29 @@ FULL = [s for s in pv.INSTALL_STEPS if s != pv.STEP_VIRTUAL_CD_FIRST]
             record(pv.INSTALLING),
             pv.Observed("On", ISO, DOWN),
             "installing",
-            [pv.STEP_WAIT_INSTALLED, pv.STEP_EJECT, *INSTALL_TAIL],
+            [pv.STEP_WAIT_INSTALLED, pv.STEP_EJECT, pv.STEP_DELETE_ISO, *INSTALL_TAIL],
             id="installer running",
         ),
         pytest.param(
             record(pv.INSTALLING),
             pv.Observed("Off", ISO, DOWN),
             "install_finished",
-            [pv.STEP_EJECT, *INSTALL_TAIL],
+            [pv.STEP_EJECT, pv.STEP_DELETE_ISO, *INSTALL_TAIL],
             id="installer powered off",
         ),
-        pytest.param(record(pv.INSTALLING), pv.Observed("Off", ssh=DOWN), "ejected", INSTALL_TAIL, id="ejected"),
+        # killed after the eject: the ISO is still deleted (it was left served before the fix)
+        pytest.param(
+            record(pv.INSTALLING),
+            pv.Observed("Off", ssh=DOWN),
+            "ejected",
+            [pv.STEP_DELETE_ISO, *INSTALL_TAIL],
+            id="ejected",
+        ),
         pytest.param(
             record(pv.INSTALLING),
             pv.Observed("On", ssh=DOWN),
             "booting",
-            [pv.STEP_WAIT_SSH, pv.STEP_RECORD_INSTALLED],
+            [pv.STEP_DELETE_ISO, pv.STEP_WAIT_SSH, pv.STEP_RECORD_INSTALLED],
             id="booting from disk",
         ),
         pytest.param(
