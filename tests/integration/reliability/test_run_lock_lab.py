@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +106,7 @@ def test_a_run_that_may_not_wait_fails_naming_the_holder_and_leaves_the_lock(kub
     assert "run_lock_wait" in failure["msg"]
 
 
-def test_check_mode_never_writes_the_lock(kube: KubeEmulator, tmp_path: Path) -> None:
+def test_check_mode_never_writes_the_lock(kube: KubeEmulator) -> None:
     checked = run_playbook(lock_play(kube, hold=0), check=True, timeout=120)
     assert checked.rc == 0, checked.stdout[-3000:]
     assert checked.task("Hold the cluster")["acquired"] is False

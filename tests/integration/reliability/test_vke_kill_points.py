@@ -74,11 +74,12 @@ class Requests:
 
     def __call__(self) -> int:
         twin = self.lab.vultr.twin
-        for _attempt in range(5):
+        current: dict[str, Any] = {}
+        for _attempt in range(5):  # the twin's thread may change the dict while it is copied: copy it again
             try:
                 current = dict(twin.workloads) if twin else {}
                 break
-            except RuntimeError:  # the twin's thread changed the dict meanwhile
+            except RuntimeError:
                 continue
         for cluster_id, api in current.items():
             self.workloads[cluster_id] = max(self.workloads.get(cluster_id, 0), len(api.requests))
