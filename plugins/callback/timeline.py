@@ -35,9 +35,10 @@ description:
   - Tasks whose result says a recovery was needed are listed per host as recovery events (task name, phase, time
     and kind) in the table, the JSON file and the chart. The kinds come from the result keys C(recovered_by)
     (M(metalplane.inference.redfish_virtual_media), any value but C(none)), C(auth_fallback) (every Redfish
-    module, when true), C(reapplied) (M(metalplane.inference.redfish_boot), when true) and C(api_retry) (the
-    C(vke_*) modules, when C(api_requests.retries) is above zero, so the Vultr API answered 429 or 5xx and was asked
-    again).
+    module, when true), C(reapplied) (M(metalplane.inference.redfish_boot), when true), C(api_retry) (every module of
+    this collection, when C(api_requests.retries) is above zero, so the Vultr or a Kubernetes API answered 429 or 5xx
+    and was asked again) and C(task_retry) (a task retried with C(until), as the roles retry their kubernetes.core
+    tasks while the API server answers busy, when C(attempts) is above one).
   - The serving smoke test's result key C(smoke) (M(metalplane.inference.modelplane_smoke) - the request line and
     the answer's first tokens, each shortened to 200 characters) is shown per host as a smoke event.
   - Otherwise the reports contain host names, phase names, task counts and durations only; never task arguments
@@ -116,11 +117,15 @@ HTML_FILE = "timeline.html"
 #   recovered_by   redfish_virtual_media: none | eject_retry | bmc_reset (the kind is the value)
 #   auth_fallback  every Redfish module: true when a write HTTP Basic was refused got a session
 #   reapplied      redfish_boot: true when the BMC reverted the boot order and it was written again
-#   api_requests   vke_* modules: {"retries": N, ...}; N > 0 means the Vultr API answered 429/5xx and was asked again
+#   api_requests   every module: {"retries": N, ...}; N > 0 means the Vultr or a Kubernetes API answered 429/5xx and
+#                  was asked again
+#   attempts       Ansible, on a task with ``until``: above 1 means the task ran again (the roles' busy-API retries)
 RECOVERED_BY = "recovered_by"
 RECOVERY_FLAGS = ("auth_fallback", "reapplied")
 API_REQUESTS = "api_requests"
 API_RETRY = "api_retry"
+ATTEMPTS = "attempts"
+TASK_RETRY = "task_retry"
 NO_RECOVERY = "none"
 # A recovery kind is kept only when it looks like an identifier; anything else is reported as
 # ``other``, so no free text from a result can reach the reports.
@@ -159,8 +164,9 @@ def task_phase(task: Any) -> str:
 def recoveries_in(result: Any) -> list[str]:
     """The recovery kinds a task result reports, in order and without repeats (pure).
 
-    ``recovered_by`` values other than ``none``, the true ``auth_fallback``/``reapplied`` flags and ``api_retry``
-    when ``api_requests.retries`` is above zero, read from the result and, for a loop, from each item's result.
+    ``recovered_by`` values other than ``none``, the true ``auth_fallback``/``reapplied`` flags, ``api_retry``
+    when ``api_requests.retries`` is above zero and ``task_retry`` when ``attempts`` is above one, read from the result
+    and, for a loop, from each item's result.
     Never raises.
     """
     if not isinstance(result, Mapping):
@@ -179,6 +185,9 @@ def recoveries_in(result: Any) -> list[str]:
         retries = counts.get("retries") if isinstance(counts, Mapping) else None
         if isinstance(retries, int) and not isinstance(retries, bool) and retries > 0:
             found.append(API_RETRY)
+        attempts = item.get(ATTEMPTS)
+        if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1:
+            found.append(TASK_RETRY)
     return list(dict.fromkeys(found))
 
 

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from .api_retries import with_retries
 from .errors import InputError, MetalplaneError
 
 # Whole-number options that are durations or counts, by name: a negative one is never meant (a typo, a sign slip),
@@ -72,7 +73,7 @@ class MetalplaneModule:
         """Run ``action`` and exit: its mapping is the result; a ``MetalplaneError`` fails once."""
         try:
             check_whole_numbers(self.ansible.argument_spec, self.params)
-            result = dict(action(self))
+            result = with_retries(dict(action(self)))
         except MetalplaneError as exc:
             self.ansible.fail_json(msg=exc.msg, error=exc.to_result(), exception=traceback.format_exc())
         self.ansible.exit_json(**result)

@@ -28,6 +28,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.api_retries import record_retry
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     ApiError,
     InputError,
@@ -51,6 +52,16 @@ except ImportError:
 TRANSIENT_STATUSES = frozenset({408, 410, 429, 500, 502, 503, 504})
 # Seconds allowed to open a TCP/TLS connection; reads get the wait's remaining time instead.
 CONNECT_TIMEOUT = 5.0
+# client-go's rule for an answer that asks to be asked again (k8s.io/client-go/rest, request.go ``checkWait`` and
+# with_retry.go ``IsNextRetry``): a 429 or any 5xx carrying Retry-After is sent again after that many seconds, whatever
+# its verb (the server declined it before acting: kube-apiserver's priority and fairness answers 429 so, and so does
+# an apiserver shutting down), at most 10 times. Helm and kubectl behave so; the kubernetes Python library by itself
+# retries only reads, three times. A 5xx without Retry-After may have been acted on and is the caller's to judge.
+RETRY_AFTER_RETRIES = 10
+# The longest Retry-After honoured, in seconds (a larger one is waited this long).
+RETRY_AFTER_MAX = 30.0
+# Connection and read failures keep urllib3's default allowance (connections are retried, reads only when idempotent).
+TRANSPORT_RETRIES = 3
 
 
 class TransientApiError(ApiError):
@@ -85,6 +96,35 @@ def remove_temp_files() -> None:
     kube_config._cleanup_temp_files()
 
 
+def retry_policy() -> Any:
+    """A ``urllib3.Retry`` that follows client-go's rule for Retry-After answers and counts what it retries."""
+
+    class RetryAfterAnswers(urllib3.util.Retry):
+        def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+            return bool(self.total and has_retry_after and (status_code == 429 or status_code >= 500))
+
+        def parse_retry_after(self, retry_after: str) -> float:
+            return min(float(super().parse_retry_after(retry_after)), RETRY_AFTER_MAX)
+
+        def increment(self, *args: Any, **kwargs: Any) -> Any:
+            following = super().increment(*args, **kwargs)
+            response = kwargs.get("response")
+            if kwargs.get("error") is None and response is not None and self.is_retry("", response.status, True):
+                record_retry()
+            return following
+
+    return RetryAfterAnswers(
+        total=RETRY_AFTER_RETRIES + TRANSPORT_RETRIES,
+        connect=TRANSPORT_RETRIES,
+        read=TRANSPORT_RETRIES,
+        redirect=TRANSPORT_RETRIES,
+        status=RETRY_AFTER_RETRIES,
+        backoff_factor=0,
+        # The last answer goes to the caller as an answer (translated to TransientApiError), not as MaxRetryError.
+        raise_on_status=False,
+    )
+
+
 def build_configuration(auth: dict[str, Any]) -> Any:
     """A ``kubernetes.client.Configuration`` from resolved options (see ``args.resolve_auth``)."""
     configuration = kubernetes.client.Configuration()
@@ -106,6 +146,7 @@ def build_configuration(auth: dict[str, Any]) -> Any:
             _apply_overrides(config, overrides)
 
         configuration.refresh_api_key_hook = _refresh
+    configuration.retries = retry_policy()
     return configuration
 
 

@@ -18,6 +18,7 @@ import base64
 import contextlib
 import json
 import logging
+import random
 import shutil
 import socket
 import ssl
@@ -44,6 +45,14 @@ KUBECONFIG_NAME = "kube-lab.kubeconfig"
 DEFAULT_TOKEN = "lab-kube-token"  # a well-known lab credential: the lab is loopback only
 
 __all__ = ["ApiError", "KubeEmulator", "RequestRecord"]
+
+
+# What kube-apiserver says with each status a storm answers (k8s.io/apiserver's responsewriters and APF filter).
+STORM_ANSWERS = {
+    429: ("TooManyRequests", "Too many requests, please try again later."),
+    500: ("InternalError", "Internal error occurred: lab fault storm"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+}
 
 
 class RequestRecord(NamedTuple):
@@ -177,8 +186,12 @@ class KubeEmulator:
         self.requests: list[RequestRecord] = []
         self._lock = threading.Lock()
         self._fail_next: list[int] = []
+        self._fail_retry_after: int | None = None
         self._unavailable_until = 0.0
         self._unavailable_mode = "503"
+        self._storm: list[tuple[int, float]] = []
+        self._storm_random = random.Random(0)
+        self.stormed = 0  # requests the storm answered
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -309,14 +322,29 @@ class KubeEmulator:
             self._reopen.daemon = True
             self._reopen.start()
 
-    def fail_next(self, n: int, status: int = 500) -> None:
-        """The next ``n`` API requests fail with ``status`` (a Kubernetes Status body)."""
+    def fail_next(self, n: int, status: int = 500, *, retry_after: int | None = None) -> None:
+        """The next ``n`` API requests fail with ``status`` (a Kubernetes Status body), with a ``Retry-After`` header
+        when ``retry_after`` is given."""
         with self._lock:
             self._fail_next = [status] * n
+            self._fail_retry_after = retry_after
 
     def drop_watches(self) -> int:
         """End every open watch stream now (clients see the stream close mid-way)."""
         return self.store.drop_watches()
+
+    def storm(self, faults: list[tuple[int, float]], *, seed: int) -> None:
+        """From now on answer API requests at random with the ``(status, probability)`` faults, each tried in turn on
+        the requests the earlier ones let through, drawn from a generator seeded with ``seed`` (a failing seed
+        replays); an empty list calms it. Each answer carries ``Retry-After: 1``, as kube-apiserver's own 429 of
+        priority and fairness does (a 503 with it is what an apiserver shutting down or a load balancer in front of one
+        sends); requests under ``/lab/`` are never stormed."""
+        for status, _probability in faults:
+            if status not in STORM_ANSWERS:
+                raise ValueError(f"storm status {status} is not one of {sorted(STORM_ANSWERS)}")
+        with self._lock:
+            self._storm = list(faults)
+            self._storm_random = random.Random(seed)
 
     def compact(self) -> None:
         """Forget the watch event log: a watch from an older resourceVersion gets 410 Gone."""
@@ -327,8 +355,14 @@ class KubeEmulator:
             if time.monotonic() < self._unavailable_until:
                 body = ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
                 return Response(503, body.status(), headers={"Retry-After": "1"})
+            for status, probability in self._storm:
+                if self._storm_random.random() < probability:
+                    self.stormed += 1
+                    reason, message = STORM_ANSWERS[status]
+                    return Response(status, ApiError(status, reason, message).status(), headers={"Retry-After": "1"})
             if self._fail_next:
                 status = self._fail_next.pop(0)
+                headers = {} if self._fail_retry_after is None else {"Retry-After": str(self._fail_retry_after)}
                 return Response(
                     status,
                     ApiError(
@@ -336,6 +370,7 @@ class KubeEmulator:
                         "InternalError",
                         "an error on the server (lab fault injection) has prevented the request from succeeding",
                     ).status(),
+                    headers=headers,
                 )
         return None
 

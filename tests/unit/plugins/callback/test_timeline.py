@@ -445,6 +445,9 @@ def test_callback_warns_when_it_cannot_write(tmp_path: Path) -> None:
         ({"api_requests": {"calls": 4, "retries": 0, "total": 4}}, []),
         ({"api_requests": {"retries": True}}, []),  # only a count counts
         ({"api_requests": "6"}, []),
+        ({"attempts": 3, "changed": True}, ["task_retry"]),  # a task retried with until (a busy API server)
+        ({"attempts": 1}, []),
+        ({"results": [{"attempts": 1}, {"attempts": 2}]}, ["task_retry"]),
     ],
 )
 def test_recoveries_in(result: Any, kinds: list[str]) -> None:
