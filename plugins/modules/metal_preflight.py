@@ -19,8 +19,9 @@ description:
     C(gateway) (on that subnet, not the node itself), C(dns), C(networks) (CIDRs that overlap neither each
     other, the node subnet, O(reserved_networks), O(other_networks), nor another cluster's networks or node
     subnet), C(os_family), the installer ISO's URL scheme and sha256 syntax, C(ssh_authorized_key) (one OpenSSH
-    public key) and its C(ssh_private_key_file) (a file on the controller), C(root_password_hash) (a crypt(3)
-    hash; never echoed), C(protected) clusters not torn down;
+    public key) and its C(ssh_private_key_file) (a file on the controller), C(ssh_port), C(hostname) (as
+    C(boot_iso) checks it), C(root_password_hash) (a crypt(3) hash; never echoed), C(protected) clusters not torn
+    down;
     and for every pool host its name, C(bmc_url), credentials present, C(boot_mac), C(root_disk) (a WWN or
     serial), with no host name, BMC or boot MAC listed twice, in one pool or in two."
   - "Without any request, the node software of each present cluster: the NVIDIA driver installer's URL and sha256
@@ -113,18 +114,13 @@ options:
             cluster is being released), and a cluster that holds another host fails until that one is released.
         type: str
       requirements:
-        description: What the cluster's host must have, as C(host_claim) checks it.
-        type: dict
-        suboptions:
-          gpu_model:
-            description: A GPU model, matched as a case-insensitive substring (V(V100)).
-            type: str
-          gpu_count:
-            description: At least this many GPUs.
-            type: int
-          min_memory_gib:
-            description: At least this much memory, in GiB.
-            type: int
+        description:
+          - What the cluster's host must have, as C(host_claim) checks it, a mapping of C(gpu_model) (a GPU model,
+            matched as a case-insensitive substring, V(V100)), C(gpu_count) (at least this many GPUs) and
+            C(min_memory_gib) (at least this much memory, in GiB).
+          - Taken as given (not converted by Ansible's argument check), so that a wrong type, a count that is a
+            word or an unknown key is reported under its field with every other problem of the inventory.
+        type: raw
       node_ip:
         description: The node's static IPv4 address with its prefix, V(192.168.120.70/24).
         type: str
@@ -150,6 +146,14 @@ options:
         type: str
       ssh_authorized_key:
         description: The OpenSSH public key the provisioner logs in with.
+        type: str
+      ssh_port:
+        description: The node's SSH port (C(baremetal_host_ssh_port)), 1 to 65535 (default 22).
+        type: raw
+      hostname:
+        description:
+          - The installed system's host name (C(baremetal_host_hostname); default the cluster's name), checked as
+            C(boot_iso) checks it for an ISO provisioner.
         type: str
       root_password_hash:
         description: The root password as a crypt(3) hash. Never returned or shown in a message.
@@ -194,8 +198,10 @@ options:
         description: The Kubernetes API's port on the node, 1 to 65535 (default 6443).
         type: raw
       kubeadm_node_labels:
-        description: Extra node labels, valid Kubernetes label keys and values; C(modelplane.ai/pool) is the role's.
-        type: dict
+        description:
+          - Extra node labels, a mapping of valid Kubernetes label keys to values; C(modelplane.ai/pool) is the
+            role's. Taken as given, so that a list or a string is reported under its field.
+        type: raw
       kubeadm_node_lb_pool:
         description:
           - The LoadBalancer addresses, ranges V(192.168.120.200-192.168.120.210), CIDRs or single addresses, all inside
@@ -251,18 +257,18 @@ options:
             description: PEM file of the CA that signed the BMC certificate.
             type: path
           facts:
-            description: What a person knows about the host (C(gpu_model), C(gpu_count), C(memory_gib) are checked).
-            type: dict
+            description:
+              - What a person knows about the host, a mapping (C(gpu_model), C(gpu_count), C(memory_gib) are
+                checked). Taken as given, so that a value that is not a mapping is reported under its field.
+            type: raw
           root_disk:
-            description: The install disk, exactly one of C(wwn) and C(serial) (no device names).
-            type: dict
-            suboptions:
-              wwn:
-                description: World Wide Name, 16 or 32 hex digits (C(0x), C(naa.), C(eui.) prefixes accepted).
-                type: str
-              serial:
-                description: Serial number as udev reports it (C(ID_SERIAL_SHORT)).
-                type: str
+            description:
+              - The install disk, a mapping with exactly one of C(wwn) (World Wide Name, 16 or 32 hex digits; C(0x),
+                C(naa.), C(eui.) prefixes accepted) and C(serial) (as udev reports it, C(ID_SERIAL_SHORT)); no device
+                names.
+              - Taken as given, so that a device name written in place of the mapping (V(/dev/sda)) is reported under
+                its field with every other problem.
+            type: raw
           system_path:
             description: The Redfish System, C(/redfish/v1/Systems/<id>) (the C(metal3) provisioner's generic BMCs).
             type: str
@@ -450,10 +456,7 @@ from typing import Any
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.boot_iso import DEFAULT_CACHE_DIR
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.claims import DEFAULT_NAMESPACE
-from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool_args import (
-    HOST_OPTIONS,
-    REQUIREMENT_OPTIONS,
-)
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.pool_args import HOST_OPTIONS
 from ansible_collections.metalplane.inference.plugins.module_utils._metal.preflight import run_metal_preflight
 from ansible_collections.metalplane.inference.plugins.module_utils._modelplane.args import modelplane_argument_spec
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import DEFAULT_API_TIMEOUT
@@ -463,7 +466,10 @@ def _host_options() -> dict[str, Any]:
     """host_claim's host entry plus the install disk; nothing required here, so every missing field is
     reported by the preflight with its path instead of by AnsibleModule one at a time."""
     options = {name: {k: v for k, v in option.items() if k != "required"} for name, option in HOST_OPTIONS.items()}
-    options["root_disk"] = {"type": "dict", "options": {"wwn": {"type": "str"}, "serial": {"type": "str"}}}
+    # Taken as given, as the clusters' requirements: a device name or a string where a mapping belongs is a
+    # problem under the host's field, not Ansible's conversion error naming neither the pool nor the host.
+    options["root_disk"] = {"type": "raw"}
+    options["facts"] = {"type": "raw"}
     return copy.deepcopy(options)
 
 
@@ -489,7 +495,9 @@ def argument_spec() -> dict[str, Any]:
                     },
                 },
                 "host": {"type": "str"},
-                "requirements": {"type": "dict", "options": copy.deepcopy(REQUIREMENT_OPTIONS)},
+                # Taken as given: the preflight names a wrong type under its field with every other problem,
+                # where Ansible's conversion would fail alone, naming neither the cluster nor the value.
+                "requirements": {"type": "raw"},
                 "node_ip": {"type": "str"},
                 "gateway": {"type": "str"},
                 "dns": {"type": "list", "elements": "str"},
@@ -498,6 +506,8 @@ def argument_spec() -> dict[str, Any]:
                 "installer_iso_url": {"type": "str"},
                 "installer_iso_sha256": {"type": "str"},
                 "ssh_authorized_key": {"type": "str", "no_log": False},
+                "ssh_port": {"type": "raw"},
+                "hostname": {"type": "str"},
                 "root_password_hash": {"type": "str", "no_log": True},
                 "protected": {"type": "bool", "default": False},
                 "ssh_private_key_file": {"type": "str", "no_log": False},
@@ -510,7 +520,7 @@ def argument_spec() -> dict[str, Any]:
                 "kubeadm_node_pod_cidr": {"type": "str"},
                 "kubeadm_node_service_cidr": {"type": "str"},
                 "kubeadm_node_api_port": {"type": "raw"},
-                "kubeadm_node_labels": {"type": "dict"},
+                "kubeadm_node_labels": {"type": "raw"},
                 "kubeadm_node_lb_pool": {"type": "list", "elements": "str"},
                 "kubeadm_node_package_repository": {"type": "str"},
             },

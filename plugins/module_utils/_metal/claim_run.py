@@ -210,8 +210,11 @@ class Inputs:
 def _cluster(params: Mapping[str, Any]) -> str:
     cluster = str(params.get("cluster") or "")
     if len(cluster) > NAME_MAX or not _DNS_LABEL.match(cluster):
+        length = f" ({len(cluster)} characters)" if len(cluster) > NAME_MAX else ""
         raise InputError(
-            "cluster", f"{cluster!r} is not a cluster name: a DNS-1123 label (lower case, digits, '-'), at most 63"
+            "cluster",
+            f"{cluster!r}{length} is not a cluster name: a DNS-1123 label (lower case, digits, '-'), at most "
+            f"{NAME_MAX} characters",
         )
     return cluster
 

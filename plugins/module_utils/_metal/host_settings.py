@@ -202,15 +202,31 @@ def validate_hostname(value: Any) -> str:
     return text
 
 
+def authorized_key_problem(key: str) -> str:
+    """Why ``key`` is not one OpenSSH public key line, naming it where that is safe: a private key is never echoed,
+    a file name is (the usual mistake: the path of the .pub file where its content belongs)."""
+    text = "is not one OpenSSH public key line (type base64 [comment])"
+    if "PRIVATE KEY" in key:
+        return f"{text}: this is a private key; give its public half (the line of the .pub file)"
+    if re.match(r"^(~|/|\.{1,2}/)\S*$", key) or re.match(r"^\S+\.pub$", key):
+        return (
+            f"{text}: {key!r} is a file name, not the key; write the key itself, e.g. "
+            f"\"{{{{ lookup('file', '{key}') }}}}\""
+        )
+    first = key.split(maxsplit=1)[0]
+    # Only a word shaped like a key type is echoed (ssh-dss, an options field's name), never an opaque blob.
+    if re.match(r"^[a-z][a-z0-9@.-]{0,39}$", first) and not _SSH_PUBLIC.match(f"{first} AAAA"):
+        return f"{text}: {first!r} is not a key type; use ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521"
+    return text
+
+
 def validate_authorized_keys(values: Any) -> tuple[str, ...]:
     keys = [str(v).strip() for v in (values or []) if str(v).strip()]
     if not keys:
         raise InputError("ssh_authorized_keys", "give at least one public key: the provisioner logs in with it")
     for index, key in enumerate(keys):
         if not _SSH_PUBLIC.match(key):
-            raise InputError(
-                f"ssh_authorized_keys[{index}]", "is not one OpenSSH public key line (type base64 [comment])"
-            )
+            raise InputError(f"ssh_authorized_keys[{index}]", authorized_key_problem(key))
     return tuple(keys)
 
 

@@ -41,6 +41,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._nvidia.gpus 
 from ansible_collections.metalplane.inference.plugins.module_utils._redfish.bios import BiosReading
 
 from . import boot_iso
+from .pool import _positive_int
 
 # typing.Union, not "|": pylint (ansible-test sanity) rejects "|" between classes outside annotations.
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
@@ -50,6 +51,8 @@ Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007
 DEFAULT_POD_CIDR = "10.244.0.0/16"
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 DEFAULT_API_PORT = 6443
+# The baremetal_host role's default for baremetal_host_ssh_port.
+DEFAULT_SSH_PORT = 22
 MODULE_TYPES = compat.MODULE_TYPES
 
 # kubeadm's configuration API v1beta4, the only one the kubeadm_node role writes, was introduced with Kubernetes
@@ -206,8 +209,11 @@ def check_gpus(problems: list[Problem], where: str, requirements: Mapping[str, A
             )
         )
         return
-    count = requirements.get("gpu_count") or 1
-    node.gpus = (compat.GpuSpec("requirements.gpu_model", model, int(count), found),)
+    try:
+        count = _positive_int("requirements.gpu_count", requirements.get("gpu_count")) or 1
+    except InputError:
+        count = 1  # the requirements' own check names it
+    node.gpus = (compat.GpuSpec("requirements.gpu_model", model, count, found),)
 
 
 def check_os_version(problems: list[Problem], where: str, entry: Mapping[str, Any], node: NodeSoftware) -> None:
@@ -516,21 +522,20 @@ def check_lb_across(clusters: Sequence[tuple[str, str, ipaddress.IPv4Interface |
 
 
 # --------------------------------------------------------------------------------------------- the rest
-def check_api_port(problems: list[Problem], where: str, entry: Mapping[str, Any]) -> None:
-    value = entry.get("kubeadm_node_api_port")
+def check_port(problems: list[Problem], at: str, value: Any, default: int) -> None:
+    """A TCP port (1 to 65535) or nothing (the role's ``default``); the problem names ``at`` and the value."""
     if value in (None, ""):
         return
     try:
-        port = int(str(value))
+        port = int(str(value).strip())
     except ValueError:
         port = 0
-    if not 1 <= port <= 65535:
-        problems.append(
-            Problem(
-                f"{where}.kubeadm_node_api_port",
-                f"{value!r} is not a TCP port; write a number from 1 to 65535 (default {DEFAULT_API_PORT})",
-            )
-        )
+    if isinstance(value, bool) or not 1 <= port <= 65535:
+        problems.append(Problem(at, f"{value!r} is not a TCP port; write a number from 1 to 65535 (default {default})"))
+
+
+def check_api_port(problems: list[Problem], where: str, entry: Mapping[str, Any]) -> None:
+    check_port(problems, f"{where}.kubeadm_node_api_port", entry.get("kubeadm_node_api_port"), DEFAULT_API_PORT)
 
 
 def label_key_problem(key: str) -> str | None:
@@ -551,7 +556,7 @@ def check_labels(problems: list[Problem], where: str, entry: Mapping[str, Any]) 
         return
     at = f"{where}.kubeadm_node_labels"
     if not isinstance(labels, Mapping):
-        problems.append(Problem(at, "must be a mapping of label keys to values"))
+        problems.append(Problem(at, f"must be a mapping of label keys to values, e.g. {{team: ml}}; got {labels!r}"))
         return
     for key, value in labels.items():
         wrong = label_key_problem(str(key))
@@ -602,7 +607,8 @@ def check_node_software(
         package_repository=_text(entry.get("kubeadm_node_package_repository")),
     )
     check_driver(problems, where, entry, node)
-    check_gpus(problems, where, entry.get("requirements") or {}, node)
+    requirements = entry.get("requirements")
+    check_gpus(problems, where, requirements if isinstance(requirements, Mapping) else {}, node)
     check_os_version(problems, where, entry, node)
     decide_from_inventory(problems, where, node)
     check_kubernetes_version(problems, where, entry, node)

@@ -162,8 +162,12 @@ def normalise_mac(field_name: str, value: Any) -> str:
 
 
 def _positive_int(field_name: str, value: Any) -> int | None:
+    """A whole number of at least 1, or None; a string of digits counts (``"2"``, as Ansible's int options take
+    it), a word, a fraction or a boolean does not."""
     if value is None:
         return None
+    if isinstance(value, str) and re.match(r"^\s*[-+]?\d+\s*$", value):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(field_name, f"must be a whole number, got {value!r}")
     if value < 1:

@@ -150,6 +150,28 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _check_root_disk(problems: list[Problem], where: str, value: Any) -> dict[str, str] | None:
+    """A pool host's ``root_disk``: ``{wwn|serial: identity}``, or None (not given, or a problem)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        problems.append(
+            Problem(
+                f"{where}.root_disk",
+                f"{value!r} is not a mapping; give the install disk as {{wwn: 0x...}} or {{serial: ...}} from the "
+                "BMC's storage inventory (a device name such as /dev/sda can change between boots)",
+            )
+        )
+        return None
+    try:
+        kind, identity = host_settings.validate_disk(dict(value))
+    except InputError as exc:
+        problem = Problem.from_input_error(exc, where, DISK_FIELDS)
+        problems.append(Problem(problem.field, problem.msg.replace("disk.", "root_disk.")))
+        return None
+    return {kind: identity}
+
+
 def _check_host(
     problems: list[Problem], where: str, entry: Mapping[str, Any]
 ) -> tuple[Host | None, dict[str, str] | None]:
@@ -178,16 +200,10 @@ def _check_host(
         problems.append(Problem(exc.field, exc.msg.split(": ", 1)[-1]))
     facts = entry.get("facts") or {}
     if not isinstance(facts, Mapping):
-        problems.append(Problem(f"{where}.facts", f"must be a mapping, got {type(facts).__name__}"))
-    disk: dict[str, str] | None = None
-    raw_disk = entry.get("root_disk")
-    if raw_disk is not None:
-        try:
-            kind, value = host_settings.validate_disk(dict(raw_disk) if isinstance(raw_disk, Mapping) else None)
-            disk = {kind: value}
-        except InputError as exc:
-            problem = Problem.from_input_error(exc, where, DISK_FIELDS)
-            problems.append(Problem(problem.field, problem.msg.replace("disk.", "root_disk.")))
+        problems.append(
+            Problem(f"{where}.facts", f"must be a mapping such as {{gpu_model: V100, gpu_count: 2}}, got {facts!r}")
+        )
+    disk = _check_root_disk(problems, where, entry.get("root_disk"))
     system_path = None
     try:
         system_path = _system_path(f"{where}.system_path", entry.get("system_path"))
@@ -338,11 +354,37 @@ def _check_install(problems: list[Problem], where: str, entry: Mapping[str, Any]
             host_settings.validate_authorized_keys([key])
         except InputError as exc:
             problems.append(Problem(f"{where}.ssh_authorized_key", exc.msg.split(": ", 1)[-1]))
+    node_rules.check_port(problems, f"{where}.ssh_port", entry.get("ssh_port"), node_rules.DEFAULT_SSH_PORT)
+    hostname = _text(entry.get("hostname"))
+    if hostname and cluster.provisioner in ISO_PROVISIONERS:  # boot_iso writes it into the installer's answers
+        try:
+            host_settings.validate_hostname(hostname)
+        except InputError as exc:
+            problems.append(Problem.from_input_error(exc, where))
     if cluster.provisioner in ISO_PROVISIONERS or entry.get("root_password_hash"):
         try:
             host_settings.validate_root_password_hash(entry.get("root_password_hash"))
         except InputError as exc:  # the message never echoes the value
             problems.append(Problem.from_input_error(exc, where))
+
+
+def _check_requirements(problems: list[Problem], where: str, value: Any) -> Requirements:
+    """The cluster's ``requirements`` (taken as given: a word for a count or a string for the mapping is named
+    here with the value, not by Ansible's conversion alone); empty ones where they have a problem."""
+    if value is not None and not isinstance(value, Mapping):
+        problems.append(
+            Problem(
+                f"{where}.requirements",
+                f"{value!r} is not a mapping; write e.g. {{gpu_model: V100, gpu_count: 2}} (keys gpu_model, "
+                "gpu_count, min_memory_gib)",
+            )
+        )
+        return Requirements()
+    try:
+        return parse_requirements({k: v for k, v in (value or {}).items() if v is not None})
+    except InputError as exc:
+        problems.append(Problem.from_input_error(exc, where))
+        return Requirements()
 
 
 def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any], pools: Mapping[str, Pool]) -> Cluster:
@@ -362,11 +404,7 @@ def _check_cluster(problems: list[Problem], index: int, entry: Mapping[str, Any]
         problems.append(
             Problem(f"{where}.provisioner", f"{provisioner!r} is not supported; use one of {', '.join(PROVISIONERS)}")
         )
-    requirements = Requirements()
-    try:
-        requirements = parse_requirements({k: v for k, v in (entry.get("requirements") or {}).items() if v is not None})
-    except InputError as exc:
-        problems.append(Problem.from_input_error(exc, where))
+    requirements = _check_requirements(problems, where, entry.get("requirements"))
     cluster = Cluster(
         index=index,
         name=name,

@@ -132,6 +132,12 @@ def test_a_good_inventory_in_check_mode_plans_and_writes_nothing(
         ({"root_password_hash": "plain-text-pw"}, ["clusters[0].root_password_hash"]),
         ({"requirements": {"gpu_model": "A100"}}, ["clusters[0].pool"]),
         ({"host": "r2", "state": "absent", "protected": True}, ["clusters[0].protected"]),
+        # Taken as given by the spec, so they are problems of the preflight, listed with any other, rather than
+        # Ansible's conversion failing alone without naming the cluster.
+        ({"requirements": {"gpu_model": "V100", "gpu_count": "two"}}, ["clusters[0].requirements.gpu_count"]),
+        ({"requirements": {"gpu_model": "V100", "gpus": 2}}, ["clusters[0].requirements"]),
+        ({"kubeadm_node_labels": ["team=ml"]}, ["clusters[0].kubeadm_node_labels"]),
+        ({"ssh_port": 70000, "hostname": "gpu_node_01"}, ["clusters[0].ssh_port", "clusters[0].hostname"]),
     ],
 )
 def test_bad_input_fails_once_listing_every_field(
@@ -172,3 +178,26 @@ def test_an_unknown_suboption_is_refused_by_the_spec(
     assert result["failed"] is True
     assert "gatway" in result["msg"]
     assert SECRET not in json.dumps(result)
+
+
+def test_a_root_disk_written_as_a_device_name_is_a_problem_of_its_host(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _args()
+    args["pools"][0]["hosts"][1]["root_disk"] = "/dev/sda"
+    args["pools"][0]["hosts"][0]["facts"] = "2x V100"
+    result = _run(args, Fakes(), monkeypatch, capsys)
+    assert result["failed"] is True
+    problems = result["error"]["problems"]
+    assert [p["field"] for p in problems] == ["pools.lab.hosts[0].facts", "pools.lab.hosts[1].root_disk"]
+    assert "'/dev/sda' is not a mapping" in problems[1]["msg"]
+    assert SECRET not in json.dumps(result)
+
+
+def test_requirements_as_ansible_converted_them_still_pass(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _args(os_family="debian", requirements={"gpu_model": "V100", "gpu_count": "2"})
+    result = _run(args, Fakes(), monkeypatch, capsys)
+    assert result.get("failed") is not True, result
+    assert result["clusters"][0]["host"]["name"] == "r1"

@@ -221,6 +221,20 @@ BAD: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["clusters[0].protected"],
     ),
     ("gpu count zero", _set("clusters.0.requirements", {"gpu_count": 0}), ["clusters[0].requirements.gpu_count"]),
+    # The module takes requirements as given (a raw option), so these reach the preflight, not Ansible's conversion.
+    (
+        "gpu count a word beside a model",
+        _set("clusters.0.requirements", {"gpu_model": "V100", "gpu_count": "two"}),
+        ["clusters[0].requirements.gpu_count"],
+    ),
+    ("requirements not a mapping", _set("clusters.0.requirements", "V100"), ["clusters[0].requirements"]),
+    ("requirements unknown key", _set("clusters.0.requirements", {"gpus": 2}), ["clusters[0].requirements"]),
+    ("ssh port above 65535", _set("clusters.0.ssh_port", 70000), ["clusters[0].ssh_port"]),
+    ("ssh port a word", _set("clusters.0.ssh_port", "ssh"), ["clusters[0].ssh_port"]),
+    ("hostname not a host name", _set("clusters.0.hostname", "gpu_node_01"), ["clusters[0].hostname"]),
+    ("root disk a device name", _set("pools.0.hosts.0.root_disk", "/dev/sda"), ["pools.lab.hosts[0].root_disk"]),
+    ("facts not a mapping", _set("pools.0.hosts.0.facts", "2x V100"), ["pools.lab.hosts[0].facts"]),
+    ("labels a list", _set("clusters.0.kubeadm_node_labels", ["team=ml"]), ["clusters[0].kubeadm_node_labels"]),
     ("pinned host not in pool", _set("clusters.0.host", "r9"), ["clusters[0].host"]),
     (
         "pinned host with a bad entry",
@@ -243,6 +257,83 @@ def test_each_bad_input_is_one_problem_naming_its_field(
     assert SECRET not in text
     assert "hunter2" not in text
     assert "$1$salt$" not in text
+
+
+# (change, its problem's field, words the message must hold: the value, never a secret), for problems whose value
+# a user must see to find the line to fix.
+NAMED: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "gpu count a word",
+        _set("clusters.0.requirements", {"gpu_count": "two"}),
+        "clusters[0].requirements.gpu_count",
+        "'two'",
+    ),
+    ("requirements not a mapping", _set("clusters.0.requirements", "V100"), "clusters[0].requirements", "'V100'"),
+    ("ssh port", _set("clusters.0.ssh_port", 70000), "clusters[0].ssh_port", "70000"),
+    ("hostname", _set("clusters.0.hostname", "gpu_node_01"), "clusters[0].hostname", "gpu_node_01"),
+    (
+        "root disk a device name",
+        _set("pools.0.hosts.0.root_disk", "/dev/nvme0n1"),
+        "pools.lab.hosts[0].root_disk",
+        "'/dev/nvme0n1' is not a mapping",
+    ),
+    ("facts not a mapping", _set("pools.0.hosts.0.facts", "2x V100"), "pools.lab.hosts[0].facts", "'2x V100'"),
+    (
+        "labels a list",
+        _set("clusters.0.kubeadm_node_labels", ["team=ml"]),
+        "clusters[0].kubeadm_node_labels",
+        "team=ml",
+    ),
+    (
+        "ssh key a file name",
+        _set("clusters.0.ssh_authorized_key", "~/.ssh/id_ed25519.pub"),
+        "clusters[0].ssh_authorized_key",
+        "'~/.ssh/id_ed25519.pub' is a file name",
+    ),
+    (
+        "ssh key of an unsupported type",
+        _set("clusters.0.ssh_authorized_key", "ssh-dss AAAAB3NzaC1kc3MAAACBAP ops@x"),
+        "clusters[0].ssh_authorized_key",
+        "'ssh-dss' is not a key type",
+    ),
+    ("cluster name too long", _set("clusters.0.name", "a" * 300), "clusters[0].name", "(300 characters)"),
+]
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [n[1:] for n in NAMED], ids=[n[0] for n in NAMED])
+def test_the_problem_names_the_value(change: Callable[[dict[str, Any]], None], field: str, words: str) -> None:
+    inventory = _inventory()
+    change(inventory)
+    problems = _problems(inventory)
+    assert [p.field for p in problems] == [field], problems
+    assert words in problems[0].msg
+
+
+def test_a_private_key_in_place_of_the_public_one_is_never_echoed() -> None:
+    inventory = _inventory()
+    body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+    key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
+    _set("clusters.0.ssh_authorized_key", key)(inventory)
+    (problem,) = _problems(inventory)
+    assert problem.field == "clusters[0].ssh_authorized_key"
+    assert "private key" in problem.msg
+    assert body not in problem.msg
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        # As Ansible's int options took them before the module took requirements as given.
+        ("clusters.0.requirements", {"gpu_model": "V100", "gpu_count": "2", "min_memory_gib": " 256 "}),
+        ("clusters.0.ssh_port", "2222"),
+        ("clusters.0.ssh_port", ""),
+        ("clusters.0.hostname", "GPU-Node-1.lab.example"),
+    ],
+)
+def test_values_that_are_right_pass(path: str, value: Any) -> None:
+    inventory = _inventory()
+    _set(path, value)(inventory)
+    assert _problems(inventory) == []
 
 
 def test_every_problem_is_reported_at_once() -> None:
