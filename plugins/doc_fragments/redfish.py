@@ -70,6 +70,19 @@ options:
     description:
       - Id of the Manager (for example C(iDRAC.Embedded.1)). Default is the first member.
     type: str
+  refused_login_retries:
+    description:
+      - Times a login the BMC refuses with HTTP 401 is tried again, 15 seconds apart (0 to 3).
+      - An iDRAC that restarts (its watchdog, a firmware update, a reset by another tool) refuses valid credentials
+        for a moment before it serves again; a task that starts in that moment fails unless it tries again.
+      - Leave V(0) where the credentials are not proven. Each try of a wrong password counts toward the BMC's
+        blocking of the address after failed logins (iDRAC IPBlocking). Role C(baremetal_host) sets V(2) for the
+        tasks after its preflight and claim logged in to the BMC with the same credentials.
+      - Requests the BMC answers busy (HTTP 503 or 429, for example Dell SYS518 while it starts), the login
+        included, are always asked again, about 15 seconds in all; the result's C(api_requests.retries) counts them
+        (present only when there were some).
+    type: int
+    default: 0
 notes:
   - With the default O(auth=basic) no Redfish session is created, unless the BMC refuses a write to HTTP Basic
     (see O(auth)). With O(auth=session) one session is opened per task and always deleted at the end.

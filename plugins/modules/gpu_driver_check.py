@@ -103,6 +103,10 @@ options:
       manager_id:
         description: Id of the Manager. Default is the System's manager.
         type: str
+      refused_login_retries:
+        description: Times a login refused with HTTP 401 is tried again (see M(metalplane.inference.redfish_info)).
+        type: int
+        default: 0
 notes:
   - The matrix, its sources and what each refusal means are in the collection's C(docs/modules/nvidia.md).
 requirements:

@@ -30,6 +30,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import MAX_REFUSED_LOGIN_RETRIES
 
 from . import claims as c
 from .pool import (
@@ -71,7 +72,7 @@ class RedfishBmc:
     """``Bmc`` over the Redfish modules' client: one login (Basic auth, no session left behind), the System
     read at login, PCIe devices and NICs for the inventory, an ETag-guarded PATCH of ``AssetTag``."""
 
-    def __init__(self, host: Host, api_timeout: int) -> None:
+    def __init__(self, host: Host, api_timeout: int, refused_login_retries: int = 0) -> None:
         from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import (
             ConnectionParams,
             parse_bmc_url,
@@ -89,6 +90,7 @@ class RedfishBmc:
             password=host.password,
             verify=verify,
             timeout=api_timeout,
+            refused_login_retries=refused_login_retries,
         )
         self.client = RedfishClient(params)
         self.client.connect()
@@ -127,8 +129,8 @@ class RedfishBmc:
         self.client.close()
 
 
-def open_redfish(api_timeout: int) -> BmcOpener:
-    return lambda host: RedfishBmc(host, api_timeout)
+def open_redfish(api_timeout: int, refused_login_retries: int = 0) -> BmcOpener:
+    return lambda host: RedfishBmc(host, api_timeout, refused_login_retries)
 
 
 def connect_store(params: Mapping[str, Any]) -> c.KubeLeaseStore:
@@ -202,6 +204,14 @@ class Inputs:
         if timeout is None or int(timeout) <= 0:
             raise InputError("api_timeout", f"must be a positive number of seconds, got {timeout!r}")
         self.api_timeout = int(timeout)
+        retries = params.get("refused_login_retries") or 0
+        if not 0 <= int(retries) <= MAX_REFUSED_LOGIN_RETRIES:
+            raise InputError(
+                "refused_login_retries",
+                f"must be 0 to {MAX_REFUSED_LOGIN_RETRIES}, got {retries}: each retry of a wrong password counts "
+                "toward the BMC's blocking of this address after failed logins",
+            )
+        self.refused_login_retries = int(retries)
 
     def host(self, name: str) -> Host | None:
         return next((h for h in self.hosts if h.name == name), None)
@@ -563,7 +573,7 @@ def run_host_claim(
     _cluster(module.params)
     _check_host_option(module.params, inputs)
     with opened_store(module, store_factory) as store:
-        run = ClaimRun(module, store, bmc_opener or open_redfish(inputs.api_timeout))
+        run = ClaimRun(module, store, bmc_opener or open_redfish(inputs.api_timeout, inputs.refused_login_retries))
         result = run.present() if run.state == "present" else run.absent()
     if "diff" in result and not module.diff_mode:
         result.pop("diff")
@@ -629,6 +639,6 @@ def run_host_pool_info(
         return pool_report(
             inputs,
             leases,
-            bmc_opener or open_redfish(inputs.api_timeout),
+            bmc_opener or open_redfish(inputs.api_timeout, inputs.refused_login_retries),
             probe=module.params.get("check_bmcs", True) is not False,
         )

@@ -63,4 +63,5 @@ def metal_pool_argument_spec() -> dict[str, Any]:
         },
         "namespace": {"type": "str", "default": DEFAULT_NAMESPACE},
         "api_timeout": {"type": "int", "default": DEFAULT_API_TIMEOUT},
+        "refused_login_retries": {"type": "int", "default": 0},
     }

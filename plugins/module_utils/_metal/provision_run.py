@@ -141,7 +141,7 @@ class Claimed:
 
             if self.host is None:
                 raise AssertionError("the BMC client is opened only for a claimed host")
-            self._client = RedfishBmc(self.host, self.inputs.api_timeout).client
+            self._client = RedfishBmc(self.host, self.inputs.api_timeout, self.inputs.refused_login_retries).client
         return self._client
 
     def close(self) -> None:

@@ -27,6 +27,10 @@ BMC_READY_TIMEOUT = 600
 # deleted at the end (two more requests), with a fallback to Basic when the BMC refuses a session.
 AUTH_MODES = ("basic", "session")
 DEFAULT_AUTH = "basic"
+# Most ``refused_login_retries``: each try of a wrong password counts toward the BMC's blocking of the address after
+# failed logins (iDRAC's IPBlocking, when enabled, counts failures within a window of about a minute), so a few
+# tries spread over the window (``REFUSED_LOGIN_DELAY`` apart), never an open-ended loop.
+MAX_REFUSED_LOGIN_RETRIES = 3
 
 
 def redfish_argument_spec() -> dict[str, Any]:
@@ -51,6 +55,7 @@ def redfish_argument_spec() -> dict[str, Any]:
         "auth": {"type": "str", "default": DEFAULT_AUTH, "choices": list(AUTH_MODES)},
         "system_id": {"type": "str"},
         "manager_id": {"type": "str"},
+        "refused_login_retries": {"type": "int", "default": 0},
     }
 
 
@@ -67,6 +72,9 @@ class ConnectionParams:
     auth: str = DEFAULT_AUTH  # one of AUTH_MODES
     system_id: str | None = None
     manager_id: str | None = None
+    # Times a login refused with 401 is tried again (option ``refused_login_retries``): a BMC that restarts refuses
+    # valid credentials for a moment, which only a caller that proved the credentials may wait out.
+    refused_login_retries: int = 0
 
     @property
     def bmc_url(self) -> str:
@@ -109,6 +117,13 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
     auth = params.get("auth") or DEFAULT_AUTH
     if auth not in AUTH_MODES:
         raise InputError("auth", f"{auth!r} is not one of {', '.join(AUTH_MODES)}")
+    retries = int(params.get("refused_login_retries") or 0)
+    if not 0 <= retries <= MAX_REFUSED_LOGIN_RETRIES:
+        raise InputError(
+            "refused_login_retries",
+            f"must be 0 to {MAX_REFUSED_LOGIN_RETRIES}, got {retries}: each retry of a wrong password counts toward "
+            "the BMC's blocking of this address after failed logins",
+        )
     verify: bool | str = bool(params.get("validate_certs", True))
     if verify and params.get("ca_cert"):
         verify = str(params["ca_cert"])
@@ -122,4 +137,5 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
         auth=auth,
         system_id=params.get("system_id"),
         manager_id=params.get("manager_id"),
+        refused_login_retries=retries,
     )

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ansible_collections.metalplane.inference.plugins.module_utils._common.api_retries import record_retry
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     InputError,
     MetalplaneError,
@@ -71,6 +73,18 @@ READY_BACKOFF = Backoff(initial=2.0, cap=15.0, factor=1.5, jitter=0.1)
 # checks the credentials (and the privilege) before it acts, so sending it once more is safe.
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 REFUSED_STATUSES = frozenset({401, 403})
+# "Busy, ask again": a BMC overloaded, or starting after a reset (Dell SYS518 comes with 503). Either status says
+# the request was not processed (RFC 9110 15.5.20 and 15.6.4), so any method may be sent again, as sushy already does
+# for SYS518 and client-go for every verb.
+BUSY_STATUSES = frozenset({429, 503})
+# Seconds between the tries of a request the BMC answered busy (Dell: "Retry in a few seconds"); about 15 s in all,
+# after sushy's own retries of a GET. A BMC still busy then is reported (a reset BMC is waited for by ``wait_ready``).
+BUSY_REQUEST_DELAYS = (2.0, 4.0, 8.0)
+# A login refused although the caller proved the credentials: the BMC restarted (an iDRAC refuses valid credentials
+# for a moment after its reboot). Seconds between the tries (option ``refused_login_retries``): spread so that even
+# the most tries stay below an iDRAC's count of failed logins within a minute (IPBlocking).
+REFUSED_LOGIN_STATUS = 401
+REFUSED_LOGIN_DELAY = 15.0
 # HTTP 412: an If-Match ETag no longer matches; the resource changed since it was read.
 PRECONDITION_FAILED = 412
 _WEAK_ETAG = re.compile(r'^W/("[^"]*")$')
@@ -94,7 +108,12 @@ class RequestLog:
     entries: list[tuple[str, str, int]] = field(default_factory=list)
 
     def hook(self, response: Any, *_args: Any, **_kwargs: Any) -> None:
-        self.entries.append((str(response.request.method), urlsplit(response.url).path, int(response.status_code)))
+        status = int(response.status_code)
+        self.entries.append((str(response.request.method), urlsplit(response.url).path, status))
+        if status in BUSY_STATUSES:
+            # sushy, then the module's own waits, ask again: a module that ends well got past each of these, and
+            # its result says so (api_requests.retries, a recovery on the timeline).
+            record_retry()
 
     @property
     def count(self) -> int:
@@ -108,7 +127,8 @@ class RequestLog:
 
 
 class _Connector(InterceptingConnector):
-    """sushy's ``Connector`` plus one hook: a write refused to HTTP Basic is retried with a session.
+    """sushy's ``Connector`` plus two hooks: a busy answer is asked again, a write refused to HTTP Basic is retried
+    with a session.
 
     ``intercept`` sees every sushy request (``get``/``post``/``patch``/``put``/``delete``, sushy's
     own retries and re-logins). sushy gives up on an ``AccessError`` under Basic auth ("no way to
@@ -120,8 +140,30 @@ class _Connector(InterceptingConnector):
         super().__init__(*args, **kwargs)
         self.client = client
         self.basic_reads_ok = False  # a GET with HTTP Basic credentials succeeded in this task
+        self.depth = 0  # requests in flight through intercept: more than one while sushy retries inside one
 
     def intercept(self, method: str, path: str, send: Callable[..., Any], *, allow_reauth: bool) -> Any:
+        """Send one request; a busy answer (429, 503) is asked again, a write Basic may not make takes a session.
+
+        sushy's own retries (a GET's 5xx, SYS518) come back through here nested in the outer call; only the outer
+        call waits out a busy BMC, so the tries add up instead of multiplying.
+        """
+        if self.depth:
+            return self._send(method, path, send, allow_reauth=allow_reauth)
+        delays = iter(BUSY_REQUEST_DELAYS)
+        self.depth += 1
+        try:
+            while True:
+                try:
+                    return self._send(method, path, send, allow_reauth=allow_reauth)
+                except sushy_exceptions.HTTPError as exc:
+                    if exc.status_code not in BUSY_STATUSES or (delay := next(delays, None)) is None:
+                        raise
+                self.client.busy_sleep(delay)  # the request log counted the busy answer as a retry
+        finally:
+            self.depth -= 1
+
+    def _send(self, method: str, path: str, send: Callable[..., Any], *, allow_reauth: bool) -> Any:
         basic = self.sends_basic
         try:
             response = send(allow_reauth=allow_reauth)
@@ -158,6 +200,7 @@ class RedfishClient:
         self.logins = 0
         # HTTP status of the write HTTP Basic was refused, once the task switched to a session.
         self.fallback_status: int | None = None
+        self.busy_sleep: Callable[[float], None] = time.sleep  # between the tries of a busy request, a refused login
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> RedfishClient:
@@ -168,7 +211,26 @@ class RedfishClient:
         self.close()
 
     def connect(self) -> None:
-        """Open the client and log in; typed errors (auth, unreachable) on failure."""
+        """Open the client and log in; typed errors (auth, unreachable) on failure.
+
+        A BMC that answers "busy, ask again" (503 or 429: overloaded, or still starting after a reset) is asked
+        again by the connector, as for every request. A login refused with 401 is tried again only as often as the
+        caller allows (``refused_login_retries``): right after a restart a BMC refuses valid credentials for a
+        moment, but a wrong password tried again counts toward the BMC's blocking of this address.
+        """
+        refused_left = self.params.refused_login_retries
+        while True:
+            try:
+                self._connect_once()
+                return
+            except MetalplaneError as exc:
+                if exc.details.get("status") != REFUSED_LOGIN_STATUS or refused_left <= 0:
+                    raise
+            refused_left -= 1
+            record_retry()
+            self.busy_sleep(REFUSED_LOGIN_DELAY)
+
+    def _connect_once(self) -> None:
         p = self.params
         conn = _Connector(
             p.base_url,
@@ -511,7 +573,6 @@ class RedfishClient:
         working. A BMC that never seems to go down (the reset was instant, or ignored) costs that
         wait and no error: readiness decides. Returns the number of readiness polls.
         """
-        import time
 
         do_sleep = sleep or time.sleep
         now = clock or time.monotonic
@@ -537,7 +598,7 @@ class RedfishClient:
             if state != "up":
                 return Poll(False, state)
             try:
-                self.connect()
+                self._connect_once()  # this wait polls a refusing BMC itself
                 self.manager  # noqa: B018 - a real authenticated read: the BMC serves again
             except MetalplaneError as exc:
                 if getattr(exc, "category", None) in (NOT_READY, AUTH) or isinstance(exc, AuthenticationError):

@@ -9,8 +9,8 @@ again must show on the timeline (recovery kinds ``api_retry``, a module's own re
 kubernetes.core task run again). Figures: requests answered, faulted, the overhead over the same run without the
 storm, the recoveries on the timeline.
 
-``make test`` runs seed 1; ``make reliability`` seeds 1 to 3. Not stormed here (left open on the issue): BMC resets
-and busy answers of the metal path.
+``make test`` runs seed 1; ``make reliability`` seeds 1 to 3. The metal path's BMC resets and busy answers are
+stormed in test_bmc_storms.py.
 """
 
 from __future__ import annotations

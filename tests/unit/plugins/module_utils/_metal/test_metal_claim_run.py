@@ -129,6 +129,7 @@ def test_no_free_matching_host_fails_naming_the_pool_before_any_write() -> None:
         ({"kubeconfig": None}, "kubeconfig"),
         ({"namespace": "Bad_NS"}, "namespace"),
         ({"api_timeout": 0}, "api_timeout"),
+        ({"refused_login_retries": 4}, "refused_login_retries"),
         ({"hosts": [{**_hosts()[0], "boot_mac": "00:11:22"}]}, "hosts[0].boot_mac"),
         ({"host": "zz"}, "host"),
         ({"requirements": {"gpu_count": 0}}, "requirements.gpu_count"),

@@ -339,3 +339,138 @@ def test_connector_retries_a_refused_basic_write_once_with_a_session(
             assert expected in err.value.msg
     assert calls == sent
     assert len(owner.opened) == opened
+
+
+# (case, method, statuses answered in turn (sushy's own retries of a GET nest inside: "nested" marks them), whether
+# the request ends well, the connector's sleeps between its tries)
+BUSY_REQUESTS = [
+    ("GET busy once", "GET", [503, 200], True, [2.0]),
+    ("POST busy twice (not processed: sent again)", "POST", [429, 503, 204], True, [2.0, 4.0]),
+    ("PATCH busy past the allowance", "PATCH", [503, 503, 503, 503], False, [2.0, 4.0, 8.0]),
+    ("POST internal error: maybe applied, never sent again", "POST", [500], False, []),
+    ("GET not found: not busy", "GET", [404], False, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "script", "succeeds", "sleeps"), [pytest.param(*c[1:], id=c[0]) for c in BUSY_REQUESTS]
+)
+def test_connector_asks_a_busy_bmc_again_for_every_method(
+    monkeypatch: pytest.MonkeyPatch, method: str, script: list[int], succeeds: bool, sleeps: list[float]
+) -> None:
+    import sushy
+
+    replies = iter(script)
+    sent: list[str] = []
+
+    def fake_op(self: Any, verb: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
+        sent.append(verb)
+        response = _Resp(next(replies), {"error": {"code": "Base.1.0.ServiceTemporarilyUnavailable"}})
+        if response.status_code >= 400:
+            sushy.exceptions.raise_for_response(verb, "https://bmc.example/x", response)
+        return response
+
+    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    conn = _Connector("https://bmc.example", client=None)
+    slept: list[float] = []
+    conn.client = type("Client", (), {"busy_sleep": staticmethod(slept.append)})()
+    request = getattr(conn, method.lower())
+    if succeeds:
+        assert request("/redfish/v1/Systems/1").status_code == script[-1]
+    else:
+        with pytest.raises(sushy.exceptions.HTTPError):
+            request("/redfish/v1/Systems/1")
+    assert slept == sleeps
+    assert len(sent) == len(sleeps) + 1
+
+
+def test_sushys_own_retries_inside_a_request_are_not_multiplied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sushy retries a GET's 5xx by calling ``_op`` again: those nested tries pass straight through."""
+    import sushy
+
+    sent: list[str] = []
+
+    def fake_op(self: Any, verb: str, path: str = "", *_args: Any, allow_reauth: bool = True, **kw: Any) -> Any:
+        nested = kw.get("nested", 0)
+        sent.append(f"{verb}@{nested}")
+        if nested < 2:  # sushy's retry, as its handler does it: through self._op
+            return self._op(verb, path, nested=nested + 1)
+        sushy.exceptions.raise_for_response(verb, "https://bmc.example/x", _Resp(503, {}))
+        return None
+
+    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    conn = _Connector("https://bmc.example", client=None)
+    slept: list[float] = []
+    conn.client = type("Client", (), {"busy_sleep": staticmethod(slept.append)})()
+    with pytest.raises(sushy.exceptions.ServerSideError):
+        conn.get("/redfish/v1/Systems/1")
+    assert slept == [2.0, 4.0, 8.0]  # the outer request's tries only
+    assert len(sent) == 4 * 3  # four outer tries of three nested sends each
+    assert conn.depth == 0
+
+
+BMC_OPTIONS = {"bmc_url": "https://bmc.example", "username": "root", "password": "pw"}
+# (case, refused_login_retries, statuses the logins fail with before one succeeds, whether one succeeds, sleeps)
+REFUSED_LOGINS = [
+    ("refused, no retries allowed: no second login", 0, [401], False, []),
+    ("refused once while restarting, one retry allowed", 1, [401], True, [15.0]),
+    ("refused twice while restarting", 2, [401, 401], True, [15.0, 15.0]),
+    ("refused past the retries allowed (a wrong password)", 2, [401, 401, 401], False, [15.0, 15.0]),
+    ("busy past the connector's tries: reported, not a refusal", 3, [503], False, []),
+    ("internal error: no second login", 3, [500], False, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("refused_retries", "failures", "succeeds", "sleeps"), [pytest.param(*c[1:], id=c[0]) for c in REFUSED_LOGINS]
+)
+def test_a_restarting_bmc_is_asked_again_to_log_in_only_as_often_as_allowed(
+    monkeypatch: pytest.MonkeyPatch, refused_retries: int, failures: list[int], succeeds: bool, sleeps: list[float]
+) -> None:
+    from ansible_collections.metalplane.inference.plugins.module_utils._common import api_retries
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import RedfishError
+
+    answers = list(failures)
+    params = connection_params({**BMC_OPTIONS, "refused_login_retries": refused_retries})
+    client = RedfishClient(params)
+    slept: list[float] = []
+    client.busy_sleep = slept.append
+
+    def connect_once() -> None:
+        if answers:
+            status = answers.pop(0)
+            raise RedfishError(f"Logging in failed: HTTP {status}", status=status)
+
+    monkeypatch.setattr(client, "_connect_once", connect_once)
+    before = api_retries.taken()
+    if succeeds:
+        client.connect()
+    else:
+        with pytest.raises(RedfishError):
+            client.connect()
+    assert slept == sleeps
+    assert api_retries.taken() - before == len(sleeps)  # each refused login tried again is a retry of the run
+
+
+@pytest.mark.parametrize("value", [-1, 4])
+def test_refused_login_retries_out_of_range_is_refused_naming_the_option(value: int) -> None:
+    from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+
+    with pytest.raises(InputError, match="refused_login_retries") as err:
+        connection_params({**BMC_OPTIONS, "refused_login_retries": value})
+    assert "0 to 3" in str(err.value)
+
+
+def test_each_busy_answer_counts_as_a_retry_of_the_module_run() -> None:
+    from ansible_collections.metalplane.inference.plugins.module_utils._common import api_retries
+
+    class _Answer:
+        def __init__(self, status: int) -> None:
+            self.status_code = status
+            self.url = "https://bmc.example/redfish/v1/Systems"
+            self.request = type("R", (), {"method": "GET"})()
+
+    log, before = RequestLog(), api_retries.taken()
+    for status in (503, 200, 429, 500, 404):
+        log.hook(_Answer(status))
+    assert api_retries.taken() - before == 2
