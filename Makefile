@@ -199,9 +199,10 @@ test-metal: venv bootloaders
 		tests/integration/emulators/test_metal_node_packages.py \
 		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py
 
-# The reliability suite (docs/reliability.md is its report): the bad-input corpus, the secret scan, the kill points
-# (every VKE kill point, the metal3 mid-state kills; the redfish provisioner's representative kill points with
-# RELIABILITY_KILLS=1, about two minutes each).
+# The reliability suite (docs/reliability.md is its report): the bad-input corpora, the secret scan, TLS, two runs at
+# once on each path, the fault storms (Vultr and Kubernetes APIs, the iDRAC8), the kill points (every VKE kill point,
+# the metal3 mid-state kills; the redfish provisioner's representative kill points with RELIABILITY_KILLS=1, about
+# two minutes each).
 RELIABILITY_DIR := $(abspath $(BUILD))/reliability
 RELIABILITY_KILLS ?= 0
 reliability: venv bootloaders
