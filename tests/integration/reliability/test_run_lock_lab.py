@@ -80,7 +80,11 @@ def test_the_lock_is_renewed_while_the_run_lives_and_a_second_run_waits_for_it(k
     result = second.task("Hold the cluster")
     assert result["waited_for"] == taken["spec"]["holderIdentity"]
     assert result["waited_seconds"] > 0
-    assert result["took_over"] is None  # released by the first run's renewer, not taken from it
+    # Freed by the first run's renewer when that run ended, or (when the second run looked in the second before the
+    # renewer deleted it) taken over because its run had ended on this machine: never taken from a living run. Seen
+    # under make test's load on 2026-12-06: the second path.
+    took_over = result["took_over"]
+    assert took_over is None or took_over.endswith("has ended on this machine"), took_over
     eventually("the second run's renewer releases the lock when its run ends", lambda: lease(kube) is None)
 
 
