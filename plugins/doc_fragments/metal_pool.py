@@ -111,8 +111,8 @@ options:
       - Times a BMC login refused with HTTP 401 is tried again, 15 seconds apart (0 to 3), for a BMC that restarted
         and refuses valid credentials for a moment (see the Redfish modules' option of the same name).
       - Leave V(0) where the credentials are not proven in the same run (a claim, a pool listing); each try of a
-        wrong password counts toward the BMC's blocking of the address. Role C(baremetal_host) sets V(2) on the
-        steps after its claim.
+        wrong password counts toward the BMC's blocking of the address. Role C(baremetal_host) sets it
+        (C(baremetal_host_refused_login_retries), default 2) on the steps after its claim.
     type: int
     default: 0
 """

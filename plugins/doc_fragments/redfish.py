@@ -76,8 +76,9 @@ options:
       - An iDRAC that restarts (its watchdog, a firmware update, a reset by another tool) refuses valid credentials
         for a moment before it serves again; a task that starts in that moment fails unless it tries again.
       - Leave V(0) where the credentials are not proven. Each try of a wrong password counts toward the BMC's
-        blocking of the address after failed logins (iDRAC IPBlocking). Role C(baremetal_host) sets V(2) for the
-        tasks after its preflight and claim logged in to the BMC with the same credentials.
+        blocking of the address after failed logins (iDRAC IPBlocking). Role C(baremetal_host) sets it (variable
+        C(baremetal_host_refused_login_retries), default 2) for the tasks after its claim or teardown plan logged in
+        to the BMC with the same credentials.
       - Requests the BMC answers busy (HTTP 503 or 429, for example Dell SYS518 while it starts), the login
         included, are always asked again, about 15 seconds in all; the result's C(api_requests.retries) counts them
         (present only when there were some).

@@ -30,7 +30,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
-from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import MAX_REFUSED_LOGIN_RETRIES
+from ansible_collections.metalplane.inference.plugins.module_utils._redfish.args import refused_login_retries
 
 from . import claims as c
 from .pool import (
@@ -204,14 +204,7 @@ class Inputs:
         if timeout is None or int(timeout) <= 0:
             raise InputError("api_timeout", f"must be a positive number of seconds, got {timeout!r}")
         self.api_timeout = int(timeout)
-        retries = params.get("refused_login_retries") or 0
-        if not 0 <= int(retries) <= MAX_REFUSED_LOGIN_RETRIES:
-            raise InputError(
-                "refused_login_retries",
-                f"must be 0 to {MAX_REFUSED_LOGIN_RETRIES}, got {retries}: each retry of a wrong password counts "
-                "toward the BMC's blocking of this address after failed logins",
-            )
-        self.refused_login_retries = int(retries)
+        self.refused_login_retries = refused_login_retries(params.get("refused_login_retries"))
 
     def host(self, name: str) -> Host | None:
         return next((h for h in self.hosts if h.name == name), None)

@@ -105,6 +105,18 @@ def parse_bmc_url(value: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", f"{path}/redfish/v1/"
 
 
+def refused_login_retries(value: Any) -> int:
+    """Option ``refused_login_retries`` checked (0 to ``MAX_REFUSED_LOGIN_RETRIES``; unset is 0)."""
+    retries = int(value or 0)
+    if not 0 <= retries <= MAX_REFUSED_LOGIN_RETRIES:
+        raise InputError(
+            "refused_login_retries",
+            f"must be 0 to {MAX_REFUSED_LOGIN_RETRIES}, got {retries}: each retry of a wrong password counts toward "
+            "the BMC's blocking of this address after failed logins",
+        )
+    return retries
+
+
 def connection_params(params: dict[str, Any]) -> ConnectionParams:
     """Validate the shared options of a module's ``params``."""
     base_url, root_prefix = parse_bmc_url(params["bmc_url"])
@@ -117,13 +129,7 @@ def connection_params(params: dict[str, Any]) -> ConnectionParams:
     auth = params.get("auth") or DEFAULT_AUTH
     if auth not in AUTH_MODES:
         raise InputError("auth", f"{auth!r} is not one of {', '.join(AUTH_MODES)}")
-    retries = int(params.get("refused_login_retries") or 0)
-    if not 0 <= retries <= MAX_REFUSED_LOGIN_RETRIES:
-        raise InputError(
-            "refused_login_retries",
-            f"must be 0 to {MAX_REFUSED_LOGIN_RETRIES}, got {retries}: each retry of a wrong password counts toward "
-            "the BMC's blocking of this address after failed logins",
-        )
+    retries = refused_login_retries(params.get("refused_login_retries"))
     verify: bool | str = bool(params.get("validate_certs", True))
     if verify and params.get("ca_cert"):
         verify = str(params["ca_cert"])

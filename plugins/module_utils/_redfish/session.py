@@ -111,8 +111,8 @@ class RequestLog:
         status = int(response.status_code)
         self.entries.append((str(response.request.method), urlsplit(response.url).path, status))
         if status in BUSY_STATUSES:
-            # sushy, then the module's own waits, ask again: a module that ends well got past each of these, and
-            # its result says so (api_requests.retries, a recovery on the timeline).
+            # sushy or the connector asks again: a module that ends well got past each of these, and its result
+            # says so (api_requests.retries, a recovery on the timeline).
             record_retry()
 
     @property
