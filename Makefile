@@ -200,16 +200,16 @@ test-metal: venv bootloaders
 		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py
 
 # The reliability suite (docs/reliability.md is its report): the bad-input corpora, the secret scan, TLS, two runs at
-# once on each path, the fault storms (Vultr and Kubernetes APIs, the iDRAC8), the kill points (every VKE kill point,
-# the metal3 mid-state kills; the redfish provisioner's representative kill points with RELIABILITY_KILLS=1, about
-# two minutes each).
+# once on each path, the fault storms (Vultr and Kubernetes APIs, the iDRAC8, its resets during an install), the kill
+# points (every VKE kill point, the metal3 mid-state kills; the redfish provisioner's representative kill points with
+# RELIABILITY_KILLS=1, about two minutes each).
 RELIABILITY_DIR := $(abspath $(BUILD))/reliability
 RELIABILITY_KILLS ?= 0
 reliability: venv bootloaders
 	rm -rf $(RELIABILITY_DIR) && mkdir -p $(RELIABILITY_DIR)
 	METALPLANE_RELIABILITY_DIR=$(RELIABILITY_DIR) METALPLANE_RELIABILITY_FULL=1 METALPLANE_VKE_KILLS=1 METALPLANE_METAL_FULL=$(RELIABILITY_KILLS) \
 		$(BIN)/python -m pytest -q -n 0 --junitxml=$(RELIABILITY_DIR)/junit.xml tests/integration/reliability \
-		tests/integration/metal/test_metal3_provisioner.py \
+		tests/integration/metal/test_metal3_provisioner.py tests/integration/metal/test_install_media_lost.py \
 		$(if $(filter 1,$(RELIABILITY_KILLS)),tests/integration/metal/test_baremetal_resume.py) || true
 	$(BIN)/python scripts/reliability-report.py $(RELIABILITY_DIR) $(RELIABILITY_DIR)/junit.xml docs/reliability.md
 

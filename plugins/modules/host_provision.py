@@ -20,6 +20,12 @@ description:
     the power-on fails, the record is taken back.
   - O(step=wait_installed) waits, up to O(wait_timeout) seconds, for the installer's final power-off, and on the
     deadline says what the BMC showed last.
+  - A BMC reset ejects the virtual media (Dell documents it for the iDRAC). O(step=install) checks that the
+    installer ISO is still inserted before the power-on, and puts it back from O(media_url) (with the one-time boot
+    from the virtual CD) when it is not. O(step=wait_installed) takes a server that is on with an empty virtual CD
+    for an installer that lost its media (it stops at an error screen and never powers off). It inserts the ISO
+    again, sets the one-time boot and restarts the server into the installer, at most O(media_retries) times, each
+    with a fresh O(wait_timeout). The result's RV(recovered_by) makes it a recovery event on the timeline.
   - O(step=installed) and O(step=wiped) record the end of the install (after the node answered SSH with its marker)
     and the wipe of its disk (teardown).
   - O(step=recover) powers on a host that is recorded as installed for this generation and was found off (a power
@@ -60,6 +66,19 @@ options:
         to end.
     type: int
     default: 3600
+  media_url:
+    description:
+      - With O(step=install) and O(step=wait_installed), the URL the installer ISO was inserted from (C(boot_iso)'s
+        C(url)), to insert it again when the BMC dropped it.
+      - Without it, O(step=wait_installed) uses the URL it finds inserted when it starts, and O(step=install) refuses
+        to power on a server whose virtual CD is empty.
+    type: str
+  media_retries:
+    description:
+      - With O(step=wait_installed), how many times an installer that lost its media is restarted with the ISO
+        inserted again before the step fails (0 to 5). V(0) fails at once.
+    type: int
+    default: 2
 seealso:
   - module: metalplane.inference.host_provision_info
   - module: metalplane.inference.boot_iso
@@ -110,9 +129,19 @@ actions:
   type: list
   elements: str
 recovered_by:
-  description: With O(step=recover), V(power_on) when the host had to be powered on again, else V(none).
-  returned: when step is recover
+  description:
+    - With O(step=recover), V(power_on) when the host had to be powered on again, else V(none).
+    - With O(step=install) and O(step=wait_installed), V(media_reinserted) when the installer ISO had to be inserted
+      again.
+  returned: when step is recover, or when the installer ISO was inserted again
   type: str
+media_recovery:
+  description:
+    - Each time the installer ISO was inserted again. It lists the slot, the virtual media steps, the recovery the
+      insert needed, the one-time boot, and (O(step=wait_installed)) the resets of the restart.
+  returned: when the installer ISO was inserted again
+  type: list
+  elements: dict
 seen:
   description: With O(step=wait_installed), the last observation (power, media, seconds waited).
   returned: when step is wait_installed
@@ -137,6 +166,8 @@ def argument_spec() -> dict[str, Any]:
         },
         "ssh_host_key": {"type": "str", "no_log": False},
         "wait_timeout": {"type": "int", "default": 3600},
+        "media_url": {"type": "str"},
+        "media_retries": {"type": "int", "default": 2},
     }
 
 

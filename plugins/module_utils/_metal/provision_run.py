@@ -51,6 +51,21 @@ WAIT_BACKOFF = Backoff(initial=2.0, cap=10.0, factor=1.5, jitter=0.1)
 STEPS = ("prepare", "install", "wait_installed", "installed", "recover", "wiped")
 # ``recovered_by`` of a recovery power-on: the timeline callback lists it as a recovery event.
 RECOVERED_BY_POWER_ON = "power_on"
+# ``recovered_by`` when the install put the installer ISO back after the BMC dropped it (an iDRAC reset ejects its
+# virtual media: Dell documents that a racreset disconnects virtual media) and, under a running installer, restarted
+# the server into it.
+RECOVERED_BY_MEDIA = "media_reinserted"
+# Polls in a row that must see the server on with its virtual CD empty before the installer counts as stranded: one
+# read taken while a restarting BMC rebuilds its media service must never restart a good install.
+MEDIA_GONE_POLLS = 2
+# The most restarts of an installer that lost its media one wait allows: a BMC that keeps dropping it needs a person.
+MAX_MEDIA_RETRIES = 5
+# Seconds a restart into the installer built from ForceOff and On may take to show the server off in between.
+RESTART_POWER_TIMEOUT = 300
+# Polls in a row that must see the server off after such a restart before the install counts as finished: a BMC that
+# restarts with a power cycle shows it off for a moment, which is not the installer's final power-off. (The wait
+# does not look for the server on in between: a fast installer, the lab's, may be done before the first poll.)
+OFF_POLLS_AFTER_RESTART = 2
 
 # typing.Optional, not "|": pylint (ansible-test sanity) rejects "|" between types outside annotations.
 Prober = Callable[[Mapping[str, Any], Optional[str]], pv.SshProbe]  # noqa: UP045
@@ -169,14 +184,22 @@ class Claimed:
             ssh=prober(ssh, self.record.get("ssh_host_key")) if ssh is not None else None,
         )
 
-    def media_image(self) -> str | None:
-        """The image in the BMC's virtual CD (None when empty, or when the BMC has no virtual media)."""
+    def media_image(self, *, strict: bool = False) -> str | None:
+        """The image in the BMC's virtual CD (None when empty, or when the BMC has no virtual media).
+
+        ``strict``: a BMC that does not answer (restarting, busy) raises ``BmcNotReady`` instead of reading as empty,
+        for the callers that act on an empty drive."""
         from ansible_collections.metalplane.inference.plugins.module_utils._redfish.detect import detect_quirks
+        from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import BmcNotReady
         from ansible_collections.metalplane.inference.plugins.module_utils._redfish.quirks import for_name
         from ansible_collections.metalplane.inference.plugins.module_utils._redfish.virtual_media import slot_info
 
         try:
             slots = [slot_info(s) for s in for_name(detect_quirks(self.client)).virtual_media_slots(self.client)]
+        except BmcNotReady:
+            if strict:
+                raise
+            return None
         except MetalplaneError:
             return None
         for slot in slots:
@@ -400,6 +423,10 @@ def run_host_provision(module: Any, *, store_factory: Any = None, clock: Any = t
     if step not in STEPS:
         raise InputError("step", f"{step!r} is not one of {', '.join(STEPS)}")
     timeout = int(params.get("wait_timeout") or 0)
+    _media_url(params)  # checked before the first request
+    retries = params.get("media_retries")
+    if retries is not None and not 0 <= int(retries) <= MAX_MEDIA_RETRIES:
+        raise InputError("media_retries", f"{retries} is not between 0 and {MAX_MEDIA_RETRIES}")
 
     def act(claimed: Claimed) -> dict[str, Any]:  # noqa: PLR0911 - one return per step
         if claimed.claim is None:
@@ -482,6 +509,17 @@ def _install(module: Any, claimed: Claimed, phase: str | None, timeout: int) -> 
         result["diff"] = {"before": {"provisioning": before}, "after": {"provisioning": new}}
         return result
     client = claimed.client
+    # The BMC may have dropped the ISO since the insert (an iDRAC reset ejects its virtual media): powered on now,
+    # the server would boot whatever comes next, and the wait would see that only at its deadline.
+    reinserted = None
+    if claimed.media_image(strict=True) is None:
+        url = _media_url(module.params)
+        if url is None:
+            raise ConflictError(
+                "the virtual CD is empty although the installer ISO was inserted for this install (a BMC reset ejects"
+                " it): insert it again (give media_url to put it back by itself); nothing was powered on"
+            )
+        reinserted = _insert_again(claimed, url)
     plan = power.plan_power("on", power.read_power(client), power.allowed_resets(client.system))
     diff = claimed.write_record(new)
     try:
@@ -491,14 +529,24 @@ def _install(module: Any, claimed: Claimed, phase: str | None, timeout: int) -> 
         # installer media for a finished install.
         claimed.write_record(pv.updated_record(before, claimed.generation, phase=pv.PREPARING))
         raise
-    return {**_step_result(claimed, True, "recorded the install and powered the server on"), "diff": diff,
-            "actions": sent, "power_state": final}  # fmt: skip
+    result = {**_step_result(claimed, True, "recorded the install and powered the server on"), "diff": diff,
+              "actions": sent, "power_state": final}  # fmt: skip
+    if reinserted is not None:
+        module.warn(
+            f"host {claimed.host.name if claimed.host else '?'}: the BMC had dropped the installer ISO after its insert"
+            " (a BMC reset does that); inserted it again before the power-on"
+        )
+        result.update(recovered_by=RECOVERED_BY_MEDIA, media_recovery=[reinserted])
+    return result
 
 
 def _wait_installed(module: Any, claimed: Claimed, phase: str | None, timeout: int, clock: Any) -> dict[str, Any]:
-    """Wait for the installer's final power-off; on the deadline, say what the BMC showed last."""
-    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.power import normalise_power, read_power
+    """Wait for the installer's final power-off; on the deadline, say what the BMC showed last.
 
+    A server on with its virtual CD empty has an installer that lost its media (a BMC reset ejects it; the installer
+    then stops at an error screen and never powers off): the ISO goes back in, the one-time boot is set again and
+    the server restarts into the installer, at most ``media_retries`` times, each with a fresh deadline. The
+    generation's disk belongs to this install, so starting it over loses nothing."""
     if module.check_mode:
         return _step_result(claimed, False, "would wait for the installer to power the server off")
     if phase != pv.INSTALLING:
@@ -506,17 +554,72 @@ def _wait_installed(module: Any, claimed: Claimed, phase: str | None, timeout: i
             f"no install of generation {claimed.generation} was started (recorded phase: {phase or 'none'});"
             " run the install step first"
         )
+    retries = int(module.params.get("media_retries") or 0)
+    url = _media_url(module.params) or _url_or_none(claimed.media_image())
+    recoveries: list[dict[str, Any]] = []
+    while True:
+        off_polls = OFF_POLLS_AFTER_RESTART if recoveries else 1
+        seen = _wait_power_off_or_stranded(claimed, timeout, clock, off_polls=off_polls)
+        if seen["power"] == "Off":
+            break
+        if len(recoveries) >= retries or url is None:
+            why = (
+                f"it was put back {len(recoveries)} time(s) already (media_retries)"
+                if url
+                else "its URL is not known here (give media_url)"
+            )
+            raise ConflictError(
+                f"The installer lost its media: the server is on and its virtual CD is empty (a BMC reset ejects it),"
+                f" so the installer waits at an error screen and never powers off; {why}. Look at the BMC's log for"
+                " the resets, then run again: the next run starts this generation's install over."
+            )
+        module.warn(
+            f"host {claimed.host.name if claimed.host else '?'}: the installer lost its media after"
+            f" {seen['seconds']}s (the BMC dropped the ISO, as a BMC reset does); inserted it again and restarted the"
+            " server into the installer"
+        )
+        recoveries.append(
+            {**_insert_again(claimed, url), "restart": _restart(claimed, min(timeout, RESTART_POWER_TIMEOUT))}
+        )
+    result = {**_step_result(claimed, False, "the installer powered the server off"), "seen": seen}
+    if recoveries:
+        result.update(recovered_by=RECOVERED_BY_MEDIA, media_recovery=recoveries)
+    return result
+
+
+def _wait_power_off_or_stranded(
+    claimed: Claimed, timeout: int, clock: Any, *, off_polls: int, sleep: Callable[[float], None] = time.sleep
+) -> dict[str, Any]:
+    """Poll until the server is off for ``off_polls`` polls in a row, or on with its virtual CD empty for
+    ``MEDIA_GONE_POLLS``; a BMC that does not answer for a while (a reset takes it down for a minute) is polled
+    again, not a failure."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.errors import BmcNotReady
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.power import normalise_power, read_power
+
     started = clock()
+    in_a_row = {"Off": 0, "empty": 0}
 
     def observe() -> Poll[dict[str, Any]]:
-        value = normalise_power(read_power(claimed.client))
-        return Poll(
-            value == "Off", {"power": value, "media": claimed.media_image(), "seconds": round(clock() - started)}
-        )
+        seconds = round(clock() - started)
+        try:
+            value = normalise_power(read_power(claimed.client))
+            media = claimed.media_image(strict=True) if value == "On" else None
+        except BmcNotReady as exc:
+            in_a_row.update(Off=0, empty=0)
+            return Poll(False, {"power": "unknown", "bmc": exc.msg[:200], "seconds": seconds})
+        in_a_row["Off"] = in_a_row["Off"] + 1 if value == "Off" else 0
+        in_a_row["empty"] = in_a_row["empty"] + 1 if value == "On" and media is None else 0
+        done = in_a_row["Off"] >= off_polls or in_a_row["empty"] >= MEDIA_GONE_POLLS
+        return Poll(done, {"power": value, "media": media, "seconds": seconds})
 
     try:
-        seen = wait_for(
-            observe, timeout=timeout, what="the installer to power the server off", backoff=WAIT_BACKOFF, clock=clock
+        return wait_for(
+            observe,
+            timeout=timeout,
+            what="the installer to power the server off",
+            backoff=WAIT_BACKOFF,
+            clock=clock,
+            sleep=sleep,
         )
     except WaitTimeout as exc:
         raise WaitTimeout(
@@ -525,7 +628,56 @@ def _wait_installed(module: Any, claimed: Claimed, phase: str | None, timeout: i
             " error, or raise baremetal_host_install_timeout if the install is only slow.",
             last_seen=exc.last_seen,
         ) from None
-    return {**_step_result(claimed, False, "the installer powered the server off"), "seen": seen}
+
+
+def _media_url(params: Mapping[str, Any]) -> str | None:
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.virtual_media import (
+        validate_image_url,
+    )
+
+    url = params.get("media_url")
+    if not url:
+        return None
+    try:
+        return validate_image_url(url)
+    except InputError:
+        raise InputError(
+            "media_url", f"{url!r} must be the http:// or https:// URL the ISO was inserted from"
+        ) from None
+
+
+def _url_or_none(image: str | None) -> str | None:
+    return image if image and image.startswith(("http://", "https://")) else None
+
+
+def _insert_again(claimed: Claimed, url: str) -> dict[str, Any]:
+    """Put the installer ISO back in the virtual CD (with the virtual media module's recovery ladder) and set the
+    one-time boot from it again: what the role's insert and boot tasks did before the BMC dropped it."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.detect import detect_quirks
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.quirks import for_name
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish.virtual_media import Media, pick_slot
+
+    client = claimed.client
+    quirks = for_name(detect_quirks(client))
+    media = Media(client, quirks)
+    slot = pick_slot(media.infos(), None, "cd")
+    ladder = media.insert(slot["id"], url)
+    boot = quirks.set_one_time_boot(client, "virtual_cd", False)
+    return {"slot": slot["id"], "media_steps": list(media.steps), "insert_recovered_by": ladder, "boot_once": boot}
+
+
+def _restart(claimed: Claimed, timeout: float) -> list[str]:
+    """Restart the server into the installer; returns the resets sent. Only a ForceOff-then-On restart is waited on
+    in between; the end of the restart is the installer's business (the caller waits for its power-off)."""
+    from ansible_collections.metalplane.inference.plugins.module_utils._redfish import power
+
+    client = claimed.client
+    plan = power.plan_power("restarted", power.read_power(client), power.allowed_resets(client.system))
+    for index, reset in enumerate(plan.resets):
+        client.call(f"Power action {reset}", client.system.reset_system, power.sushy.ResetType(reset))
+        if reset == "ForceOff" and index < len(plan.resets) - 1:
+            power.wait_power(client, "Off", timeout)
+    return list(plan.resets)
 
 
 def _recover(module: Any, claimed: Claimed, phase: str | None, timeout: int) -> dict[str, Any]:

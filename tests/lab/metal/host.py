@@ -11,7 +11,8 @@ thread, so BMC calls never wait on the host.
 Lifecycle (``phase``)::
 
     off -> post -> installing -> (poweroff) off | (reboot) post ... | (halt) installer-halted
-                -> installer-waiting (the configuration would prompt) / installer-failed
+                -> installer-waiting (the configuration would prompt) / installer-failed (also when the
+                   virtual CD is ejected under the running installer: it reads its packages from there)
                 -> os-booting -> os-up (reachable, or not: ``unreachable`` says why) / os-halted
                 -> agent-running (a provisioning agent's ramdisk: lab.metal3 writes an image with
                    ``image_written`` or cleans the disk with ``metadata_cleaned``)
@@ -174,6 +175,10 @@ class MetalHost:
     def booted(self, boot: dict[str, Any]) -> None:
         self._events.put(("boot", dict(boot)))
 
+    def media_changed(self, slot: str, image: str | None, media_types: tuple[str, ...]) -> None:
+        if "CD" in media_types:
+            self._events.put(("media", image))
+
     # ------------------------------------------------------------------------------ lifecycle
     def start(self) -> MetalHost:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -204,6 +209,8 @@ class MetalHost:
                     self._on_boot(payload)
                 elif kind == "shim":
                     self._on_shim(payload)
+                elif kind == "media":
+                    self._on_media(payload)
                 timer = self._timer
                 if timer is not None and time.monotonic() >= timer.at:
                     self._timer = None
@@ -240,6 +247,13 @@ class MetalHost:
         self._timer = None
         self._halt_os()
         self._set_phase(OFF if state == "Off" else POWER_TRANSITION, None if state == "Off" else state)
+
+    def _on_media(self, image: str | None) -> None:
+        """The virtual CD ejected under a running installer: it reads its packages (or, for a live installer, its
+        root file system) from that CD, so it stops at an error screen and waits there; the server stays on."""
+        if image is None and self.phase == INSTALLING:
+            self._timer = None
+            self._set_phase(INSTALLER_FAILED, "the installer lost its media (the virtual CD was ejected) and waits")
 
     def _on_boot(self, boot: dict[str, Any]) -> None:
         self._halt_os()
