@@ -159,6 +159,11 @@ def write_inventory(tmp: Path, redfish: RedfishLab, fleet: MetalFleet, kubeconfi
     return path
 
 
+# The tests share one lab and build on each other (the role registers the BareMetalHost the later tests claim): under
+# pytest-xdist they run on one worker, in order.
+pytestmark = pytest.mark.xdist_group("metal3_provisioner_lab")
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     try:

@@ -61,6 +61,10 @@ OS_SHUTDOWN_SECONDS = 2.0  # from `poweroff`/`reboot` to the power going off / t
 # Real seconds an OS-initiated power action waits at least, whatever the scale: the shim's answer
 # (and the SSH channel's exit status) must reach the client before the host goes down.
 MIN_OS_ACTION_SECONDS = 0.3
+# Real seconds an install takes at least, whatever the scale. A real installer runs for minutes, so the power-on
+# into it is always seen before its final power-off; scaled below a second, a busy controller's first look after the
+# power-on could come after the power-off (seen as "waiting for power state On; last seen 'Off'" under make test).
+MIN_INSTALL_SECONDS = 2.0
 TICK = 0.1  # seconds between the worker's looks at the BMC's lazily advanced power state
 ISO_FETCH_TIMEOUT = 30.0
 INSTALL_RECORD = "/etc/metal-lab/installed.json"  # inside the host: what was installed, and from what
@@ -330,7 +334,7 @@ class MetalHost:
             return
         self.disk.wipe()  # partitioning: from here on the old installation is gone
         self._set_phase(INSTALLING, f"{config.flavour} from {config.source}")
-        self._after(INSTALL_SECONDS, "install-done", lambda: self._install_done(config))
+        self._after(INSTALL_SECONDS, "install-done", lambda: self._install_done(config), floor=MIN_INSTALL_SECONDS)
 
     def _install_done(self, config: InstallConfig) -> None:
         self._write_installation(config)
