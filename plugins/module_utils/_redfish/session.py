@@ -80,9 +80,10 @@ BUSY_STATUSES = frozenset({429, 503})
 # Seconds between the tries of a request the BMC answered busy (Dell: "Retry in a few seconds"); about 15 s in all,
 # after sushy's own retries of a GET. A BMC still busy then is reported (a reset BMC is waited for by ``wait_ready``).
 BUSY_REQUEST_DELAYS = (2.0, 4.0, 8.0)
-# A login refused although the caller proved the credentials: the BMC restarted (an iDRAC refuses valid credentials
-# for a moment after its reboot). Seconds between the tries (option ``refused_login_retries``): spread so that even
-# the most tries stay below an iDRAC's count of failed logins within a minute (IPBlocking).
+# A login refused although the caller proved the credentials, or a request refused after reads with the same
+# credentials worked in the task: the BMC restarted (an iDRAC refuses valid credentials for a moment after its
+# reboot). Seconds between the tries (option ``refused_login_retries``, one allowance per task for both): spread so
+# that even the most tries stay below an iDRAC's count of failed logins within a minute (IPBlocking).
 REFUSED_LOGIN_STATUS = 401
 REFUSED_LOGIN_DELAY = 15.0
 # HTTP 412: an If-Match ETag no longer matches; the resource changed since it was read.
@@ -157,11 +158,27 @@ class _Connector(InterceptingConnector):
                 try:
                     return self._send(method, path, send, allow_reauth=allow_reauth)
                 except sushy_exceptions.HTTPError as exc:
-                    if exc.status_code not in BUSY_STATUSES or (delay := next(delays, None)) is None:
+                    if exc.status_code in BUSY_STATUSES and (delay := next(delays, None)) is not None:
+                        pass  # the request log counted the busy answer as a retry
+                    elif self._restarted(exc.status_code):
+                        delay = REFUSED_LOGIN_DELAY
+                    else:
                         raise
-                self.client.busy_sleep(delay)  # the request log counted the busy answer as a retry
+                except AuthenticationError as exc:
+                    # A write refused to HTTP Basic whose session login was refused too (no session was opened, so
+                    # the connector still sends Basic): after a restart that login is what the BMC refuses.
+                    if not (self.sends_basic and self._restarted(exc.status)):
+                        raise
+                    delay = REFUSED_LOGIN_DELAY
+                self.client.busy_sleep(delay)
         finally:
             self.depth -= 1
+
+    def _restarted(self, status: int | None) -> bool:
+        """A request refused with 401 after a read with the same credentials worked in this task: the BMC restarted
+        meanwhile (it refuses valid credentials for a moment after its reboot), so it is asked again 15 s later,
+        within the client's ``refused_login_retries`` (what a refused login spends too)."""
+        return status == REFUSED_LOGIN_STATUS and self.basic_reads_ok and self.client.spend_refused_retry()
 
     def _send(self, method: str, path: str, send: Callable[..., Any], *, allow_reauth: bool) -> Any:
         basic = self.sends_basic
@@ -201,6 +218,8 @@ class RedfishClient:
         # HTTP status of the write HTTP Basic was refused, once the task switched to a session.
         self.fallback_status: int | None = None
         self.busy_sleep: Callable[[float], None] = time.sleep  # between the tries of a busy request, a refused login
+        # Refusals (401) the task may still wait out: logins, and requests refused after the credentials worked.
+        self.refused_left = params.refused_login_retries
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> RedfishClient:
@@ -218,17 +237,22 @@ class RedfishClient:
         caller allows (``refused_login_retries``): right after a restart a BMC refuses valid credentials for a
         moment, but a wrong password tried again counts toward the BMC's blocking of this address.
         """
-        refused_left = self.params.refused_login_retries
         while True:
             try:
                 self._connect_once()
                 return
             except MetalplaneError as exc:
-                if exc.details.get("status") != REFUSED_LOGIN_STATUS or refused_left <= 0:
+                if exc.details.get("status") != REFUSED_LOGIN_STATUS or not self.spend_refused_retry():
                     raise
-            refused_left -= 1
-            record_retry()
             self.busy_sleep(REFUSED_LOGIN_DELAY)
+
+    def spend_refused_retry(self) -> bool:
+        """Whether a refusal (401) may be waited out once more in this task; counts it as a retry if so."""
+        if self.refused_left <= 0:
+            return False
+        self.refused_left -= 1
+        record_retry()
+        return True
 
     def _connect_once(self) -> None:
         p = self.params

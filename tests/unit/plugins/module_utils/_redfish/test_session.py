@@ -474,3 +474,86 @@ def test_each_busy_answer_counts_as_a_retry_of_the_module_run() -> None:
     for status in (503, 200, 429, 500, 404):
         log.hook(_Answer(status))
     assert api_retries.taken() - before == 2
+
+
+class _RestartOwner(_Owner):
+    """A client with the refused-login allowance (``RedfishClient.spend_refused_retry``) and a recorded sleep."""
+
+    def __init__(self, conn: Any, *, retries: int, session_status: int | None) -> None:
+        super().__init__(conn, session_ok=session_status is None)
+        self.refused_left = retries
+        self.session_status = session_status
+        self.slept: list[float] = []
+
+    def busy_sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+    def spend_refused_retry(self) -> bool:
+        if self.refused_left <= 0:
+            return False
+        self.refused_left -= 1
+        return True
+
+    def open_session_for_writes(self, method: str, path: str, refused: Any) -> None:
+        self.opened.append((method, path, refused.status_code))
+        if self.session_status is not None:
+            raise AuthenticationError("the session login was refused", status=self.session_status)
+        self.conn.set_http_session_auth("token")
+
+
+# (case, refused_login_retries, first request's statuses (a GET that proves the credentials, or none), the request
+# ("GET" or "POST") and its statuses in turn, the status a write's session login is refused with (None: it opens),
+# whether the request ends well, the sleeps between its tries)
+REFUSED_AFTER_A_RESTART = [
+    ("a read refused after reads worked: asked again 15 s later", 1, [200], "GET", [401, 200], None, True, [15.0]),
+    ("no allowance (the default): the refusal stands", 0, [200], "GET", [401], None, False, []),
+    ("refused before any read worked (a wrong password): stands", 2, [], "GET", [401], None, False, []),
+    ("refused past the allowance", 1, [200], "GET", [401, 401], None, False, [15.0]),
+    ("a forbidden read (403) is a privilege, not a restart", 2, [200], "GET", [403], None, False, []),
+    (
+        "a write refused, its session refused too (restarting), then the write goes through with Basic",
+        1, [200], "POST", [401, 204], 401, True, [15.0],
+    ),
+    ("a write whose session login is refused past the allowance", 1, [200], "POST", [401, 401], 401, False, [15.0]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("retries", "proof", "method", "script", "session_status", "succeeds", "sleeps"),
+    [pytest.param(*c[1:], id=c[0]) for c in REFUSED_AFTER_A_RESTART],
+)
+def test_a_request_refused_after_the_credentials_worked_waits_out_a_restart(
+    monkeypatch: pytest.MonkeyPatch,
+    retries: int,
+    proof: list[int],
+    method: str,
+    script: list[int],
+    *,
+    session_status: int | None,
+    succeeds: bool,
+    sleeps: list[float],
+) -> None:
+    import sushy
+
+    replies = iter(proof + script)
+
+    def fake_op(self: Any, verb: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
+        status = next(replies)
+        if status >= 400:
+            raise _access_error(status)
+        return _Resp(status, {})
+
+    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    conn = _Connector("https://bmc.example", client=None)
+    owner = _RestartOwner(conn, retries=retries, session_status=session_status)
+    conn.client = owner
+    conn.set_http_basic_auth("root", "pw")
+    for _status in proof:
+        conn.get("/redfish/v1/Systems/1")
+    request = conn.get if method == "GET" else conn.post
+    if succeeds:
+        assert request("/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_1").status_code == script[-1]
+    else:
+        with pytest.raises((sushy.exceptions.AccessError, AuthenticationError)):
+            request("/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_1")
+    assert owner.slept == sleeps
