@@ -16,6 +16,7 @@ stormed in test_bmc_storms.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,23 @@ STORM = (("429", 0.1), ("500", 0.1 / 0.9), ("503", 0.1 / 0.8))
 # The Kubernetes APIs (the control plane and each cluster's workload API): 10 % of the requests answered 429 or 503
 # (5 % each, Retry-After 1, as kube-apiserver's priority and fairness and a restarting apiserver answer).
 KUBE_STORM = [(429, 0.05), (503, 0.05 / 0.95)]
+# The share of the requests each storm answers with a fault (the faults are tried in turn, each on what the ones
+# before left): 30 % of the Vultr requests, 10 % of the Kubernetes ones.
+VULTR_FAULTED = 0.3
+KUBE_FAULTED = 0.1
+# How far a storm's count of faults may stray from its expectation, in standard deviations of a binomial draw: a fixed
+# band of percentages fails some seeds by chance (seed 2 faulted 46 of 304 Kubernetes requests, 15.1 %, on
+# 2026-12-06), four deviations fail about one run in 16 000.
+STORM_SIGMAS = 4
+
+
+def blew_as_configured(faulted: int, requests: int, share: float) -> bool:
+    """Whether ``faulted`` of ``requests`` is a plausible draw of a storm that faults ``share`` of them (and it did
+    fault some)."""
+    spread = STORM_SIGMAS * math.sqrt(requests * share * (1 - share))
+    return faulted > 0 and abs(faulted - requests * share) <= spread
+
+
 WATCH_DROP_SECONDS = 2.0
 SEEDS = [pytest.param(1)] + [
     pytest.param(seed, marks=[pytest.mark.slow, pytest.mark.skipif(not FULL, reason="make reliability")])
@@ -158,6 +176,8 @@ def test_up_in_a_fault_storm_converges_and_shows_each_recovery(
         "storm, recovery events from the timeline callback",
     )
     assert_exactly_the_inventory(found)
-    assert 15 <= 100 * len(faulted) / len(entries) <= 45, "the storm did not blow as configured"
-    assert 5 <= 100 * kube.stormed / kube.requests <= 15, "the Kubernetes storm did not blow as configured"
+    assert blew_as_configured(len(faulted), len(entries), VULTR_FAULTED), "the storm did not blow as configured"
+    assert blew_as_configured(kube.stormed, kube.requests, KUBE_FAULTED), (
+        "the Kubernetes storm did not blow as configured"
+    )
     assert "api_retry" in kinds, "every retried request must show on the timeline, and this storm retried many"
