@@ -114,7 +114,8 @@ SCHEMA_VERSION = 1
 JSON_FILE = "timeline.json"
 HTML_FILE = "timeline.html"
 # Result keys that say a task needed a recovery (the modules' RETURN docs):
-#   recovered_by   redfish_virtual_media: none | eject_retry | bmc_reset (the kind is the value)
+#   recovered_by   redfish_virtual_media: none | eject_retry | bmc_reset; host_provision: none | power_on |
+#                  media_reinserted (the kind is the value)
 #   auth_fallback  every Redfish module: true when a write HTTP Basic was refused got a session
 #   reapplied      redfish_boot: true when the BMC reverted the boot order and it was written again
 #   api_requests   every module: {"retries": N, ...}; N > 0 means the Vultr or a Kubernetes API answered 429/5xx and
