@@ -266,6 +266,21 @@ def _access_error(status: int) -> Exception:
     )
 
 
+def _scripted_op(script: list[int], calls: list[tuple[str, bool]]) -> Any:
+    """sushy's ``Connector._op`` answering ``script``'s statuses in turn (an AccessError from 400 up); ``calls``
+    collects (method, allow_reauth) of each request."""
+    replies = iter(script)
+
+    def fake_op(self: Any, method: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
+        calls.append((method, allow_reauth))
+        status = next(replies)
+        if status >= 400:
+            raise _access_error(status)
+        return _Resp(status, {})
+
+    return fake_op
+
+
 class _Owner:
     """What the connector asks of its client: open a session (switching it off Basic), name the error."""
 
@@ -307,16 +322,7 @@ def test_connector_retries_a_refused_basic_write_once_with_a_session(
     import sushy
 
     calls: list[tuple[str, bool]] = []
-    replies = iter(script)
-
-    def fake_op(self: Any, method: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
-        calls.append((method, allow_reauth))
-        status = next(replies)
-        if status >= 400:
-            raise _access_error(status)
-        return _Resp(status, {})
-
-    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    monkeypatch.setattr(sushy.connector.Connector, "_op", _scripted_op(script, calls))
     conn = _Connector("https://bmc.example", client=None)
     owner = _Owner(conn, session_ok=session_ok)
     conn.client = owner
@@ -535,15 +541,7 @@ def test_a_request_refused_after_the_credentials_worked_waits_out_a_restart(
 ) -> None:
     import sushy
 
-    replies = iter(proof + script)
-
-    def fake_op(self: Any, verb: str, path: str = "", *_args: Any, allow_reauth: bool = True, **_kw: Any) -> Any:
-        status = next(replies)
-        if status >= 400:
-            raise _access_error(status)
-        return _Resp(status, {})
-
-    monkeypatch.setattr(sushy.connector.Connector, "_op", fake_op)
+    monkeypatch.setattr(sushy.connector.Connector, "_op", _scripted_op(proof + script, []))
     conn = _Connector("https://bmc.example", client=None)
     owner = _RestartOwner(conn, retries=retries, session_status=session_status)
     conn.client = owner
