@@ -20,8 +20,8 @@ import yaml
 from lab.common.artifacts import ArtifactServer
 from lab.labctl import CILIUM_STANDIN_CHART, LAB_HELM, LONGHORN_STANDIN_CHART
 from lab.metal.fleet import MetalFleet
-from lab.modelplane.server import ModelplaneEmulator
-from lab.redfish.personality import DEFAULT_BMCS
+from lab.modelplane.server import DEFAULT_TOKEN, ModelplaneEmulator
+from lab.redfish.personality import DEFAULT_BMCS, LAB_PASSWORD
 from lab.redfish.server import BmcSpec, RedfishLab
 from support.playbook import PlaybookRun, run_playbook
 from support.vendor_isos import require_bootloaders
@@ -52,6 +52,11 @@ class MetalLab:
         found = self.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
         return [lease for lease in found if not lease["metadata"]["name"].startswith("metalplane-run.")]
 
+    def run_locks(self) -> list[str]:
+        """The names of the run locks held now (``run_lock``'s Leases; each run's renewer deletes its own)."""
+        found = self.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
+        return [n for n in (lease["metadata"]["name"] for lease in found) if n.startswith("metalplane-run.")]
+
     def held_by(self, cluster: str) -> list[dict[str, Any]]:
         return [lease for lease in self.leases() if (lease.get("spec") or {}).get("holderIdentity") == cluster]
 
@@ -72,10 +77,11 @@ class MetalLab:
         kill_after: str | None = None,
         timeline: Path | None = None,
         tags: str | None = None,
+        verbosity: int = 0,
         **extra_vars: Any,
     ) -> PlaybookRun:
         """site.yml on the lab; with ``timeline``, the timeline callback writes its reports there; ``tags`` limits the
-        run to those phases (``phase:<name>,...``, as a user's ``--tags``)."""
+        run to those phases (``phase:<name>,...``, as a user's ``--tags``); ``verbosity`` 3 is ``-vvv``."""
         env = {"LAB_STATE_DIR": str(self.state), "TMPDIR": str(self.tmp)}
         if timeline is not None:
             env.update(ANSIBLE_CALLBACKS_ENABLED="metalplane.inference.timeline", METALPLANE_TIMELINE_DIR=str(timeline))
@@ -94,19 +100,28 @@ class MetalLab:
             diff=check,
             limit=limit,
             tags=tags,
+            verbosity=verbosity,
             timeout=RUN_TIMEOUT,
         )
 
 
 @contextmanager
-def metal_lab(tmp: Path, bmcs: dict[str, str] | None = None, delay_scale: float = DELAY_SCALE) -> Iterator[MetalLab]:
-    """The lab on loopback with ``endpoints.yml`` in ``tmp/state`` (``bmcs``: name -> personality)."""
+def metal_lab(
+    tmp: Path,
+    bmcs: dict[str, str] | None = None,
+    delay_scale: float = DELAY_SCALE,
+    *,
+    bmc_password: str = LAB_PASSWORD,
+    modelplane_token: str = DEFAULT_TOKEN,
+) -> Iterator[MetalLab]:
+    """The lab on loopback with ``endpoints.yml`` in ``tmp/state`` (``bmcs``: name -> personality); the secret scan
+    gives the BMCs and the control plane credentials it can recognise."""
     require_bootloaders()
     state = tmp / "state"
     state.mkdir()
-    specs = [BmcSpec(name=n, personality=p) for n, p in (bmcs or DEFAULT_BMCS).items()]
+    specs = [BmcSpec(name=n, personality=p, password=bmc_password) for n, p in (bmcs or DEFAULT_BMCS).items()]
     with (
-        ModelplaneEmulator(delay_scale=0.0) as modelplane,
+        ModelplaneEmulator(delay_scale=0.0, token=modelplane_token) as modelplane,
         ArtifactServer(state / "artifacts") as artifacts,
         RedfishLab(bmcs=specs, delay_scale=delay_scale, state_dir=state) as redfish,
         MetalFleet(redfish.states, state, delay_scale=delay_scale) as fleet,

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from integration.metal.metal_site import CLUSTER, NAMESPACE, MetalLab, metal_lab
+from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab
 from integration.metal.test_baremetal_site import assert_adopted, assert_provisioned
 
 from support.figures import record
@@ -40,11 +40,6 @@ def lab(ansible_tmp: Path) -> Iterator[MetalLab]:
         yield metal
 
 
-def run_locks(lab: MetalLab) -> list[str]:
-    leases = lab.modelplane.api.list("coordination.k8s.io/v1", "Lease", namespace=NAMESPACE)
-    return [lease["metadata"]["name"] for lease in leases if lease["metadata"]["name"].startswith("metalplane-run.")]
-
-
 @pytest.mark.timeout(2400)
 def test_two_metal_runs_at_once_claim_and_install_once(lab: MetalLab) -> None:
     def site() -> PlaybookRun:
@@ -53,7 +48,7 @@ def test_two_metal_runs_at_once_claim_and_install_once(lab: MetalLab) -> None:
     with ThreadPoolExecutor(2) as pool:
         runs = [future.result() for future in [pool.submit(site), pool.submit(site)]]
     deadline = time.monotonic() + 30  # each run's renewer deletes its lock within a second or two of the run's end
-    while run_locks(lab) and time.monotonic() < deadline:
+    while lab.run_locks() and time.monotonic() < deadline:
         time.sleep(0.2)
 
     for run in runs:
@@ -85,4 +80,4 @@ def test_two_metal_runs_at_once_claim_and_install_once(lab: MetalLab) -> None:
     assert_adopted(lab)
     assert len(inference_clusters) == 1
     assert second.changed(CLUSTER) == 0, "after its wait the second run has nothing left to do"
-    assert run_locks(lab) == []
+    assert lab.run_locks() == []

@@ -88,3 +88,45 @@ def issue_server_certificate(ca_name: str, server_names: list[str]) -> TlsMateri
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
     )
+
+
+def issue_client_certificate(common_name: str, organization: str) -> TlsMaterial:
+    """A self-signed client certificate (``clientAuth``) and its key, as kubeadm's admin credential is shaped.
+
+    The lab's API servers authenticate a bearer token and request no client certificate, so this certificate is
+    never checked; it is there so that whatever handles an ``admin.conf`` (the kubernetes library's temporary
+    key files, the controller's copy, the secret scan) handles a private key as it would on a real cluster.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    return TlsMaterial(
+        ca_pem=pem,  # self-signed: its own issuer
+        cert_pem=pem,
+        key_pem=key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+    )

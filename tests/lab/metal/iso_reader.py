@@ -200,6 +200,10 @@ class IsoImage:
         self._iso.get_file_from_iso_fp(out, **{self._facade: actual})
         return out.getvalue()
 
+    def paths(self) -> list[str]:
+        """Every regular file's path, as ``read`` takes it."""
+        return sorted(self._paths)
+
     def boot_images(self) -> list[tuple[int, str | None]]:
         """``(platform id, path of the boot image)`` for every El Torito entry, initial entry first."""
         catalog = self._iso.eltorito_boot_catalog
@@ -413,6 +417,22 @@ def read_install_media(path: Path, firmware: str) -> InstallConfig:
         iso.close()
 
 
+def iso_files(path: Path) -> dict[str, bytes]:
+    """Every regular file on the ISO by path, and every file of each initramfs archive on it as
+    ``<archive>!<path>`` (decompressed): what anyone who can fetch the image can read from it."""
+    iso = IsoImage(path)
+    try:
+        files: dict[str, bytes] = {}
+        for name in iso.paths():
+            data = iso.read(name) or b""
+            files[name] = data
+            if data[:6] in CPIO_MAGICS or data[:2] == GZIP_MAGIC or data[:6] == XZ_MAGIC:
+                files.update({f"{name}!{inner}": content for inner, content in read_initrd(data).items()})
+        return files
+    finally:
+        iso.close()
+
+
 def _read_config(iso: IsoImage, entry: BootEntry) -> InstallConfig:
     if entry.arg("inst.ks", "ks") is not None:
         return read_kickstart(iso, entry)
@@ -434,7 +454,7 @@ class _Script:
     """The file-writing subset of the shell that installer hooks run (``%post``, late commands).
 
     Supported: ``cat > F <<EOF`` here-documents, ``echo``/``printf`` redirected into a file,
-    ``cp``, ``install``, ``mkdir``, ``chmod``, ``in-target`` / ``curtin in-target`` / ``sh -c``
+    ``cp``, ``install``, ``mkdir``, ``chmod``, ``rm``, ``in-target`` / ``curtin in-target`` / ``sh -c``
     wrappers, and ``sh FILE`` (a script the configuration wrote, run the same way). A write outside
     the target root changes nothing installed. Any other command is recorded in
     ``ignored_commands`` (its effect is not simulated).
@@ -590,10 +610,26 @@ class _Script:
         elif name == "chmod" and len(args) >= 2:
             for path in args[1:]:
                 self._chmod(args[0], path, target)
+        elif name == "rm":
+            for path in (a for a in args if not a.startswith("-")):
+                self._remove(path, target, recursive=any(a.startswith("-") and "r" in a.lower() for a in args))
         elif name in ("chown", "restorecon", "true", ":", "chcon", "sync"):
             return
         else:
             self.config.ignored_commands.append(" ".join(words))
+
+    def _remove(self, path: str, target: str, *, recursive: bool) -> None:
+        """``rm``: the file (with ``-r``, everything under the directory too) is not in the installed system."""
+        installed = self._installed(path, target)
+        if installed is None:
+            return
+        self.config.files.pop(installed, None)
+        if recursive:
+            inside = installed.rstrip("/") + "/"
+            for gone in [f for f in self.config.files if f.startswith(inside)]:
+                del self.config.files[gone]
+            for gone in [d for d in self.config.dirs if d == installed or d.startswith(inside)]:
+                del self.config.dirs[gone]
 
     def _install(self, args: list[str], target: str) -> None:
         mode = int(args[args.index("-m") + 1], 8) if "-m" in args else 0o755

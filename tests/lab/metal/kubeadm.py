@@ -13,8 +13,9 @@ starts a Kubernetes API (``lab.kube.server.KubeEmulator``) on the host's own add
 - with the GPUs of its BMC while the ``nvidia`` module is loaded: the Node Feature Discovery PCI label and
   the lab's NVML annotation (``lab.kube.gpu``), from which the Modelplane emulator publishes DRA slices.
 
-The API authenticates the emulator's admin token (the real admin.conf carries a client certificate, which the
-emulator does not check) and ServiceAccount token Secrets (``lab.kube.controllers``), so the credential the
+The API authenticates the emulator's admin token (admin.conf carries it beside the admin's client certificate and
+key, as a real one carries the certificate; the emulator requests no client certificate) and ServiceAccount token
+Secrets (``lab.kube.controllers``), so the credential the
 role hands to Modelplane is exercised for real. ``kubeadm reset -f`` stops the API and removes what init wrote;
 the host going down suspends it, and booting a disk without ``admin.conf`` (a reinstall) drops it.
 
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from lab.common.tls import issue_client_certificate
 from lab.kube.api import ApiError
 from lab.kube.gpu import NFD_NVIDIA_LABEL, NVML_ANNOTATION
 from lab.kube.gpu import product as gpu_product
@@ -57,6 +59,9 @@ except ImportError:  # pragma: no cover - until that branch is merged
 Obj = dict[str, Any]
 
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
+# The organisation of admin.conf's client certificate since kubeadm 1.29 (bound to cluster-admin by the
+# kubeadm:cluster-admins ClusterRoleBinding; before, system:masters).
+ADMIN_ORGANIZATION = "kubeadm:cluster-admins"
 CA_CERT = "/etc/kubernetes/pki/ca.crt"
 # What `kubeadm init` writes and `kubeadm reset` removes (kubeadm reset: "Deleting files" and "Deleting contents of
 # directories" in cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go).
@@ -374,14 +379,21 @@ def _pod_cidr(pod_subnet: str | None) -> Obj:
 
 
 def admin_kubeconfig(api: KubeEmulator, server: str, cluster_name: str) -> str:
-    """admin.conf as kubeadm writes it, with the emulator's token in place of the admin client certificate."""
+    """admin.conf as kubeadm writes it: the admin's client certificate and key (a fresh key per init), and the
+    emulator's token beside them, which is what the emulator authenticates."""
     ca_data = base64.b64encode(api.ca_path.read_bytes()).decode()
     user, context = "kubernetes-admin", f"kubernetes-admin@{cluster_name}"
+    client = issue_client_certificate(user, ADMIN_ORGANIZATION)
+    credentials = {
+        "client-certificate-data": base64.b64encode(client.cert_pem).decode(),
+        "client-key-data": base64.b64encode(client.key_pem).decode(),
+        "token": api.token,
+    }
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": cluster_name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
-        "users": [{"name": user, "user": {"token": api.token}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user}}],
         "current-context": context,
         "preferences": {},

@@ -576,10 +576,15 @@ class RedfishLab:
         return Reply(405, {"error": f"{method} {path} is not supported"})
 
     def describe(self) -> dict[str, Any]:
+        """What an inventory needs: the CA, the credential the BMCs share and each BMC's URL."""
+        passwords = {state.spec.password for state in self.states.values()}
+        if len(passwords) > 1:
+            msg = "the lab's BMCs share one credential (endpoints.yml has one password), not several"
+            raise ValueError(msg)
         return {
             "ca_path": self.ca_path,
             "username": LAB_USERNAME,
-            "password": LAB_PASSWORD,
+            "password": passwords.pop() if passwords else LAB_PASSWORD,
             "bmcs": {
                 name: {
                     "bmc_url": self.url(name),

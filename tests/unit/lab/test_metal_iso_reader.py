@@ -350,6 +350,19 @@ SCRIPTS: list[tuple[str, str, str, dict[str, tuple[bytes, int]]]] = [
     ("cp from the cdrom", "/target", "cp /cdrom/ks.cfg /target/etc/copied", {"/etc/copied": (b"KS\n", 0o644)}),
     ("install -m", "/target", "install -m 0640 /cdrom/ks.cfg /target/etc/i", {"/etc/i": (b"KS\n", 0o640)}),
     (
+        "rm after use (d-i's late_command)",
+        "/target",
+        "cp /cdrom/ks.cfg /target/root/f.sh && in-target sh -c 'echo k > /root/k' && rm -f /target/root/f.sh",
+        {"/root/k": (b"k\n", 0o644)},
+    ),
+    ("rm -r", "", "mkdir -p /d && echo a > /d/a && echo b > /b && rm -rf /d", {"/b": (b"b\n", 0o644)}),
+    (
+        "rm outside the target removes nothing installed",
+        "/target",
+        "echo a > /target/a; rm -f /a",
+        {"/a": (b"a\n", 0o644)},
+    ),
+    (
         "curtin in-target",
         "/target",
         "curtin in-target --target=/target -- sh -c 'echo c > /c'",
