@@ -20,7 +20,8 @@ description:
     serial, boot mode, virtual media) and fails, before anything is changed, when a host that still has to be
     installed cannot be (no virtual media, as on an iDRAC8 without the Enterprise licence; the pool host's
     C(root_disk) not exactly one of the BMC's drives). On iDRAC8 it adds the step that moves the virtual CD ahead of
-    the disk in the persistent boot order, only when it is not there yet.
+    the disk in the persistent boot order, only when it is not there yet. It leaves it there after the install
+    (ejected, the virtual CD is empty and the server boots its disk) unless O(disk_first=true).
   - A host already installed for the claim's generation is never planned for another install. Found powered off
     (a power cut, someone pressed the button) its plan is V(recover) (power on) and V(wait_ssh).
   - With O(state=absent) it plans the teardown of the cluster's host and returns in RV(wipe) exactly which disk
@@ -65,6 +66,18 @@ options:
         description: Seconds to wait for the SSH connection.
         type: int
         default: 5
+  disk_first:
+    description:
+      - Plan the step V(disk_first) after the install, which puts the disk ahead of the virtual CD in the persistent
+        boot order before the power-on from the disk.
+      - Off by default. On an iDRAC8 a change of the persistent order is a BIOS configuration job that the Lifecycle
+        Controller applies in a POST of its own and then resets the server, minutes on an R730. The virtual CD is
+        empty after the eject, so the server boots its disk either way. The teardown restores the order recorded
+        before the install.
+      - Turn it on where a virtual CD ahead of the disk is not acceptable between install and teardown (an ISO
+        someone else inserts would boot at the next restart).
+    type: bool
+    default: false
   wait_provisioned:
     description:
       - Wait until the node answers SSH with the pinned host key and the marker of the claim's generation (after the
@@ -182,6 +195,7 @@ def argument_spec() -> dict[str, Any]:
                 "connect_timeout": {"type": "int", "default": 5},
             },
         },
+        "disk_first": {"type": "bool", "default": False},
         "wait_provisioned": {"type": "bool", "default": False},
         "wait_timeout": {"type": "int", "default": 1800},
     }

@@ -249,13 +249,28 @@ INSTALL_STEPS = [
 ]
 
 
+def install_steps(*, virtual_cd_fix: bool, disk_first: bool) -> list[str]:
+    """A whole install's steps, the two persistent boot-order changes only where they are wanted."""
+    skipped = {STEP_VIRTUAL_CD_FIRST: not virtual_cd_fix, STEP_DISK_FIRST: not disk_first}
+    return [step for step in INSTALL_STEPS if not skipped.get(step, False)]
+
+
 def plan_present(  # noqa: PLR0911 - one return per status, in the order they are checked
-    record: Mapping[str, Any], observed: Observed, *, cluster: str, generation: int, virtual_cd_fix: bool
+    record: Mapping[str, Any],
+    observed: Observed,
+    *,
+    cluster: str,
+    generation: int,
+    virtual_cd_fix: bool,
+    disk_first: bool = False,
 ) -> Plan:
     """Where the host stands for ``generation`` and what is left (pure).
 
     ``virtual_cd_fix``: the BMC needs its virtual CD moved ahead of the disk in the persistent order (iDRAC8,
-    where the one-time boot can lose to an OS on the disk) and it is not there yet.
+    where the one-time boot can lose to an OS on the disk) and it is not there yet. ``disk_first``: put the disk
+    first again after the install, before the power-on from it. Off by default: on iDRAC8 each change of the
+    persistent order is a BIOS job with a POST of its own (minutes on an R730); the virtual CD is empty after the
+    eject, so the server boots its disk either way, and the teardown restores the order recorded before the install.
     """
     phase = phase_of(record, generation)
     on = observed.power == "On"
@@ -278,7 +293,7 @@ def plan_present(  # noqa: PLR0911 - one return per status, in the order they ar
     if phase == INSTALLING:
         # The ISO (it holds the host's secrets) is deleted in every plan of this phase, not only with the eject: a
         # run killed between the eject and the deletion finds no media and would otherwise leave it served.
-        after = [STEP_DISK_FIRST, STEP_POWER_ON, STEP_WAIT_SSH, STEP_RECORD_INSTALLED]
+        after = [*([STEP_DISK_FIRST] if disk_first else []), STEP_POWER_ON, STEP_WAIT_SSH, STEP_RECORD_INSTALLED]
         if on and media:
             return Plan(
                 "installing",
@@ -296,7 +311,7 @@ def plan_present(  # noqa: PLR0911 - one return per status, in the order they ar
             [STEP_DELETE_ISO, STEP_WAIT_SSH, STEP_RECORD_INSTALLED],
             "booting the installed system from its disk",
         )
-    steps = [s for s in INSTALL_STEPS if s != STEP_VIRTUAL_CD_FIRST or virtual_cd_fix]
+    steps = install_steps(virtual_cd_fix=virtual_cd_fix, disk_first=disk_first)
     why = "no install of this generation was started"
     if ssh is not None and ssh.reachable:
         why = f"the system on the host carries marker {dict(ssh.marker or {})}, not this claim's generation"

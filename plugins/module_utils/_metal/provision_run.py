@@ -266,8 +266,10 @@ def virtual_cd_fix_needed(client: Any) -> bool:
     """iDRAC8 only: the virtual optical drive is in the persistent order but behind the disk.
 
     On 13G the one-time boot of the virtual CD (an SCP import) can lose to an OS already on the disk, so the
-    reference deployment moves ``Optical.iDRACVirtual.1-1`` ahead of the disk (BootSources plus a BIOS job that
-    applies at the install's own power-on, so it costs no extra POST). Elsewhere the one-time ``Cd`` boot wins.
+    reference deployment moves ``Optical.iDRACVirtual.1-1`` ahead of the disk (BootSources plus a BIOS job, which
+    the Lifecycle Controller applies in a POST of its own at the install's power-on). Once there it stays until the
+    teardown restores the recorded order, so a host whose order is already right POSTs only twice. Elsewhere the
+    one-time ``Cd`` boot wins.
     """
     from ansible_collections.metalplane.inference.plugins.module_utils._redfish.boot import entry_kind
     from ansible_collections.metalplane.inference.plugins.module_utils._redfish.detect import detect_quirks
@@ -303,7 +305,7 @@ def run_host_provision_info(
                     " (host_claim)"
                 )
             # A dry run before the claim exists: the plan of a fresh install (the claim is planned, not made).
-            steps = [step for step in pv.INSTALL_STEPS if step != pv.STEP_VIRTUAL_CD_FIRST]
+            steps = pv.install_steps(virtual_cd_fix=False, disk_first=bool(params.get("disk_first")))
             plan = pv.Plan("unclaimed", steps, "the host is not claimed yet (check mode); the boot order is read after")
             return {"changed": False, "host": None, "plan": plan.as_dict(), "steps": plan.steps, "status": plan.status}
         if claimed.claim is None:  # absent, and nothing held: nothing to tear down
@@ -324,6 +326,7 @@ def run_host_provision_info(
             cluster=claimed.cluster,
             generation=claimed.generation,
             virtual_cd_fix=virtual_cd_fix_needed(claimed.client),
+            disk_first=bool(params.get("disk_first")),
         )
         problems = pv.inventory_problems(facts, claimed.host.root_disk if claimed.host else {})
         if problems and plan.status == "new":

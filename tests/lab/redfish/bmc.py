@@ -534,6 +534,16 @@ class BmcState:
             "seq": {k: [dict(e) for e in v] for k, v in self.boot_seq.items()},
         }
 
+    def put_first_in_boot_seq(self, kind: str) -> None:
+        """Test helper: what an administrator did in the BIOS setup (F2), or a job applied long ago: the devices of
+        ``kind`` (``VirtualCD``, ``Hdd``...) first in both of a Dell's persistent boot sequences, the rest in their
+        order, at once and without a job."""
+        kinds = dict(LEGACY_DEVICES + UEFI_DEVICES)
+        with self.lock:
+            for key, seq in self.boot_seq.items():
+                ordered = sorted(seq, key=lambda e: (kinds.get(e["Name"]) != kind, e["Index"]))
+                self.boot_seq[key] = [{**entry, "Index": index} for index, entry in enumerate(ordered)]
+
     def seq_key(self) -> str:
         return "UefiBootSeq" if self.bios["BootMode"] == "Uefi" else "BootSeq"
 

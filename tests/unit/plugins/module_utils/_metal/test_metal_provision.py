@@ -35,8 +35,8 @@ def up(marker_generation: int = 1, cluster: str = CLUSTER, disks: tuple[dict[str
 
 DOWN = pv.SshProbe(error="Connection refused")
 ISO = "http://10.0.0.5/hosts/r730.iso"
-INSTALL_TAIL = [pv.STEP_DISK_FIRST, pv.STEP_POWER_ON, pv.STEP_WAIT_SSH, pv.STEP_RECORD_INSTALLED]
-FULL = [s for s in pv.INSTALL_STEPS if s != pv.STEP_VIRTUAL_CD_FIRST]
+INSTALL_TAIL = [pv.STEP_POWER_ON, pv.STEP_WAIT_SSH, pv.STEP_RECORD_INSTALLED]
+FULL = [s for s in pv.INSTALL_STEPS if s not in (pv.STEP_VIRTUAL_CD_FIRST, pv.STEP_DISK_FIRST)]
 
 
 @pytest.mark.parametrize(
@@ -118,8 +118,35 @@ def test_a_bumped_generation_installs_again() -> None:
         virtual_cd_fix=True,
     )
     assert plan.status == "new"
-    assert plan.steps == pv.INSTALL_STEPS  # the iDRAC8 boot order fix included, only because it is needed
+    # the iDRAC8 boot order fix included, only because it is needed; the disk is not put first again after it
+    assert plan.steps == [s for s in pv.INSTALL_STEPS if s != pv.STEP_DISK_FIRST]
     assert "not this claim's generation" in plan.why
+
+
+# Each persistent boot-order change costs an iDRAC8 a POST (a BIOS job): which install steps each choice plans.
+BOOT_ORDER_CHANGES = [
+    pytest.param(False, False, [], id="order already right: no change, two POSTs"),
+    pytest.param(True, False, [pv.STEP_VIRTUAL_CD_FIRST], id="iDRAC8 from disk first: one change"),
+    pytest.param(True, True, [pv.STEP_VIRTUAL_CD_FIRST, pv.STEP_DISK_FIRST], id="and the disk first again"),
+    pytest.param(False, True, [pv.STEP_DISK_FIRST], id="disk first asked, no fix needed"),
+]
+
+
+@pytest.mark.parametrize(("virtual_cd_fix", "disk_first", "changes"), BOOT_ORDER_CHANGES)
+def test_boot_order_changes_only_where_wanted(virtual_cd_fix: bool, disk_first: bool, changes: list[str]) -> None:
+    plan = pv.plan_present(
+        {}, pv.Observed("Off"), cluster=CLUSTER, generation=1, virtual_cd_fix=virtual_cd_fix, disk_first=disk_first
+    )
+    assert [s for s in plan.steps if s in (pv.STEP_VIRTUAL_CD_FIRST, pv.STEP_DISK_FIRST)] == changes
+    resumed = pv.plan_present(
+        record(pv.INSTALLING),
+        pv.Observed("Off", ISO, DOWN),
+        cluster=CLUSTER,
+        generation=1,
+        virtual_cd_fix=virtual_cd_fix,
+        disk_first=disk_first,
+    )
+    assert (pv.STEP_DISK_FIRST in resumed.steps) is disk_first  # a run resumed after the installer, the same rule
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,86 @@
+"""How many times an R730 POSTs from power-on to a reachable node, by the persistent boot order it starts with.
+
+Why: each POST of an R730 costs minutes, and on an iDRAC8 every change of the persistent boot order is a BIOS job
+that the Lifecycle Controller applies in a POST of its own before it resets the server. The install needs the
+virtual CD ahead of the disk (its one-time boot can lose to an OS already on the disk); once there, it stays until
+the teardown restores the recorded order, so a server whose order is already right POSTs twice, the installer's and
+the installed system's, as the issue's goal asks. ``baremetal_host_disk_first_after_install`` buys the disk-first
+order back between install and teardown at the price of one more job and POST; the lifecycle test
+(test_baremetal_site.py) covers the default from a disk-first order: three POSTs.
+
+Only the host's phases run (about a minute each on two cores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab, single_host_inventory
+from integration.metal.test_baremetal_site import assert_provisioned
+
+from lab.redfish.bmc import VIRTUAL_CD_DEVICE, BmcState
+from support.figures import record
+
+BMC = "r730-1"
+HOST_PHASES = "phase:preflight,phase:lock,phase:claim,phase:boot,phase:install,phase:recovery"
+ROLE = "metalplane.inference.baremetal_host : "
+VIRTUAL_CD_FIRST = "Put the virtual CD ahead of the disk in the persistent boot order"
+DISK_FIRST = "Put the disk first in the persistent boot order"
+
+
+@pytest.fixture
+def lab(ansible_tmp: Path) -> Iterator[MetalLab]:
+    with metal_lab(ansible_tmp) as metal:
+        yield metal
+
+
+def bios_jobs(state: BmcState) -> int:
+    return sum(job["JobType"] == "BIOSConfiguration" for job in state.jobs.values())
+
+
+def changed(run: object, name: str) -> bool:
+    result = run.task(ROLE + name, host=CLUSTER)  # type: ignore[attr-defined]
+    return bool(result.get("changed"))
+
+
+@pytest.mark.timeout(1200)
+def test_an_r730_whose_order_is_already_right_posts_twice(lab: MetalLab, tmp_path: Path) -> None:
+    state = lab.redfish.states[BMC]
+    state.put_first_in_boot_seq("VirtualCD")  # as the reference deployment's unstick-vmedia-boot operation leaves it
+    run = lab.site(inventory=single_host_inventory(tmp_path, BMC), tags=HOST_PHASES)
+    assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert_provisioned(lab, BMC)
+    posts = lab.host(BMC)["posts"]
+    assert posts == ["VirtualCD", "Hdd"], posts  # the installer's, then the installed system's
+    assert not changed(run, VIRTUAL_CD_FIRST)
+    assert not changed(run, DISK_FIRST)
+    assert bios_jobs(state) == 0  # the one-time boot is an SCP import (an iDRAC attribute), applied without a POST
+    assert state.boot["boot_seq"][0] == VIRTUAL_CD_DEVICE
+    record(
+        "posts_idrac8_order_right",
+        {"POSTs": len(posts), "BIOS jobs": bios_jobs(state)},
+        "the host's phases of site.yml on the lab's R730 (iDRAC8) whose persistent order already has the virtual CD "
+        "ahead of the disk: POSTs from the power-on to the node answering SSH, counted by the simulated server",
+    )
+
+
+@pytest.mark.timeout(1200)
+def test_the_disk_first_after_the_install_costs_one_job_and_one_post(lab: MetalLab, tmp_path: Path) -> None:
+    state = lab.redfish.states[BMC]
+    inventory = single_host_inventory(tmp_path, BMC)
+    run = lab.site(inventory=inventory, tags=HOST_PHASES, baremetal_host_disk_first_after_install=True)
+    assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert_provisioned(lab, BMC)
+    posts = lab.host(BMC)["posts"]
+    assert posts == ["bios-settings", "VirtualCD", "bios-settings", "Hdd"], posts
+    assert changed(run, VIRTUAL_CD_FIRST)
+    assert changed(run, DISK_FIRST)
+    assert state.boot["boot_seq"][0] == "HardDisk.List.1-1", state.boot
+    assert bios_jobs(state) == 2
+
+    again = lab.site(inventory=inventory, tags=HOST_PHASES, baremetal_host_disk_first_after_install=True)
+    assert again.rc == 0, again.stdout[-4000:]
+    assert again.changed(CLUSTER) == 0, again.stdout[-3000:]  # the disk stays first: verified, nothing changed
+    assert lab.host(BMC)["posts"] == posts
