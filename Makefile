@@ -191,13 +191,14 @@ lab-down: venv
 	$(LABCTL) down
 
 # The bare-metal path beyond the default run (docs/testing/metal.md): the iDRAC9 and generic personalities, a power
-# cut, dry and protected teardowns, and runs killed after representative tasks; the second target kills after
-# every task of both task files.
+# cut, dry and protected teardowns, runs killed after representative tasks, an R730 claimed again after its teardown;
+# the second target kills after every task of both task files.
 test-metal: venv bootloaders
 	METALPLANE_METAL_FULL=1 $(BIN)/python -m pytest -q -n 0 -m slow tests/integration/metal/test_baremetal_site.py \
 		tests/integration/roles/test_kubeadm_node_lab.py tests/integration/emulators/test_metal_driver.py \
 		tests/integration/emulators/test_metal_node_packages.py \
-		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py
+		tests/integration/metal/test_baremetal_resume.py tests/integration/metal/test_metal3_provisioner.py \
+		tests/integration/metal/test_idrac8_posts.py
 
 # The reliability suite (docs/reliability.md is its report): the bad-input corpora, the secret scan, TLS, two runs at
 # once on each path, the fault storms (Vultr and Kubernetes APIs, the iDRAC8, its resets during an install), the kill

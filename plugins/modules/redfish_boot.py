@@ -13,6 +13,8 @@ description:
   - On iDRAC8 (13G, for example an R730) the order and the mode are BIOS settings, written to C(BootSources/Settings)
     or C(Bios/Settings) and applied by a BIOS configuration job at the next reboot (O(reboot)). A one-time
     O(device=virtual_cd) goes through Dell's configuration import (SCP), because C(Cd) boots the physical drive there.
+    While a BIOS configuration job is scheduled, the order compared and changed is the pending one in
+    C(BootSources/Settings), the one the next POST applies, and a change joins that job.
   - On iDRAC9 and other BMCs the order is C(Boot.BootOrder), written with the resource's ETag (C(If-Match)). When the
     BMC answers 412 (another writer changed the System since it was read), the order is read again, planned again from
     what is there now and written once more with the new ETag (RV(actions) shows C(replanned=true); nothing is written

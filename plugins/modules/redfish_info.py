@@ -11,7 +11,8 @@ description:
   - Reads, without changing anything, what later roles need about a bare-metal server and its BMC.
   - Vendor, BMC model, iDRAC generation (8, 9 or 10, from C(Manager.Model)), firmware, power state and allowed
     resets, boot override, boot mode (the override's and the BIOS C(BootMode)) and persistent boot order (on
-    iDRAC8 the Dell C(BootSources) sequence), virtual media slots, whether one can hold a CD image, and what is
+    iDRAC8 the Dell C(BootSources) sequence, or its pending C(Settings) while a BIOS job is scheduled to apply them
+    at the next POST, as C(boot.order_source) says), virtual media slots, whether one can hold a CD image, and what is
     mounted, NICs with MAC addresses, PCIe devices and GPUs, memory, drives with their WWN and serial where the
     BMC exposes them, asset tag and serial number.
   - Parts the BMC does not expose are returned empty.

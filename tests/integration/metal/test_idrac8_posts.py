@@ -8,11 +8,15 @@ the installed system's, as the issue's goal asks. ``baremetal_host_disk_first_af
 order back between install and teardown at the price of one more job and POST; the lifecycle test
 (test_baremetal_site.py) covers the default from a disk-first order: three POSTs.
 
-Only the host's phases run (about a minute each on two cores).
+Only the host's phases run (about a minute each on two cores). The teardown's restore is a BIOS job too, waiting
+for the next power-on, which is the next claim's install: the last test (``make test-metal``, about 2 minutes) takes
+the R730 up, down, up and down, and the second claim must restore the order the server had before the first.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +29,9 @@ from support.figures import record
 
 BMC = "r730-1"
 HOST_PHASES = "phase:preflight,phase:lock,phase:claim,phase:boot,phase:install,phase:recovery"
+TEARDOWN_PHASES = "phase:preflight,phase:lock,phase:teardown,phase:wipe,phase:release"
+METAL_FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
+PROVISIONING_ANNOTATION = "metalplane.inference/provisioning"
 ROLE = "metalplane.inference.baremetal_host : "
 VIRTUAL_CD_FIRST = "Put the virtual CD ahead of the disk in the persistent boot order"
 DISK_FIRST = "Put the disk first in the persistent boot order"
@@ -84,3 +91,25 @@ def test_the_disk_first_after_the_install_costs_one_job_and_one_post(lab: MetalL
     assert again.rc == 0, again.stdout[-4000:]
     assert again.changed(CLUSTER) == 0, again.stdout[-3000:]  # the disk stays first: verified, nothing changed
     assert lab.host(BMC)["posts"] == posts
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not METAL_FULL, reason="make test-metal (about 2 min)")
+@pytest.mark.timeout(2400)
+def test_the_next_claim_restores_the_order_the_first_found(lab: MetalLab, tmp_path: Path) -> None:
+    state = lab.redfish.states[BMC]
+    original = state.boot["boot_seq"]  # disk first, as the server came
+    inventory = single_host_inventory(tmp_path, BMC)
+    recorded: list[list[str]] = []
+    for direction in ("up", "down", "up", "down"):
+        extra = {"cluster_state": "absent"} if direction == "down" else {}
+        run = lab.site(inventory=inventory, tags=HOST_PHASES if direction == "up" else TEARDOWN_PHASES, **extra)
+        assert run.rc == 0, f"{direction}: " + run.stdout[-3000:] + run.stderr[-2000:]
+        if direction == "up":
+            (claim,) = lab.held_by(CLUSTER)
+            recorded.append(json.loads(claim["metadata"]["annotations"][PROVISIONING_ANNOTATION])["boot_order"])
+        else:  # the restore waits for the next power-on as a scheduled job
+            assert state.boot["pending_boot_seq"] == original, state.boot
+    assert recorded == [original, original]  # the second claim read the order the next POST applies
+    assert lab.host(BMC)["installs"] == 2
+    assert lab.host(BMC)["posts"] == ["bios-settings", "VirtualCD", "Hdd"] * 2, lab.host(BMC)["posts"]

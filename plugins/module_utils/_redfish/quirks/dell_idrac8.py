@@ -149,10 +149,21 @@ class DellIdrac8(Generic):
         return {"method": "Bios.BootMode", "mode": mode, "needs_job": True}
 
     def read_boot_order(self, client: Any) -> BootOrderState:
+        """The persistent order the server's next POST boots by: ``BootSources``, or its pending ``Settings`` while
+        a BIOS job is scheduled to apply them.
+
+        Why the pending one: a teardown's restore is such a job, and it waits for the next power-on, which is the
+        next claim's install. Read from the current order, that claim would record the order the previous install
+        left as the one to restore, and decide the virtual CD fix from an order the next POST replaces.
+        """
         mode = self.bios_attributes(client).get("BootMode")
         key = seq_key(mode)
         body = client.get_json(client.system_path() + "/BootSources", "Reading BootSources")
         entries = list((body.get("Attributes") or {}).get(key) or [])
+        source = f"BootSources.{key}"
+        pending = self._pending_entries(client, key)
+        if pending and self.scheduled_bios_job(client):
+            entries, source = pending, f"BootSources/Settings.{key} (pending, applied by a scheduled BIOS job)"
         if not entries:
             raise UnsupportedError(f"BootSources has no {key} list (BIOS BootMode {mode!r})")
         entries.sort(key=lambda e: int(e.get("Index", 0)))
@@ -164,9 +175,15 @@ class DellIdrac8(Generic):
             for alias in (entry.get("Name"), entry.get("Id")):
                 if alias:
                     names[str(alias)] = str(entry["Name"])
-        return BootOrderState(
-            order=order, names=names, source=f"BootSources.{key}", raw={"key": key, "entries": entries}
-        )
+        return BootOrderState(order=order, names=names, source=source, raw={"key": key, "entries": entries})
+
+    def _pending_entries(self, client: Any, key: str) -> list[dict[str, Any]]:
+        """``BootSources/Settings``' pending ``key`` list (empty when nothing is pending or it cannot be read)."""
+        try:
+            body = client.get_json(client.system_path() + "/BootSources/Settings", "Reading pending BootSources")
+        except RedfishError:
+            return []
+        return list((body.get("Attributes") or {}).get(key) or [])
 
     def set_boot_order(self, client: Any, state: BootOrderState, new_order: list[str]) -> dict[str, Any]:
         key = state.raw["key"]
