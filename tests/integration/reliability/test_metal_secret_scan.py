@@ -8,8 +8,9 @@ kubeconfig (a client key; the lab's API takes a token in its place) and the toke
 from the 0600 kubeconfigs on the controller.
 
 Every secret (and its base64) is searched in stdout and stderr of both runs, the timeline's JSON and HTML, every
-file under the run's TMPDIR and the lab state directory, and every file of the installer ISO as the server fetched
-it (the ISO's own tree and the preseed archive appended to its initrd, decompressed). Each place may hold only the
+file under the run's TMPDIR and the lab state directory, every file written under ``.build/`` and Ansible's
+``~/.ansible/tmp`` while the runs went on, and every file of the installer ISO as the server fetched it (the ISO's
+own tree and the preseed archive appended to its initrd, decompressed). Each place may hold only the
 secrets it was made for:
 
 - the ISO: the root password hash and the SSH host key, nothing else (not the BMC password, not a token, not the
@@ -37,7 +38,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab
+from integration.metal.metal_site import CLUSTER, REPO, MetalLab, metal_lab
 from integration.reliability.test_secret_scan import forms, leaks
 
 from lab.metal.iso_reader import iso_files
@@ -70,6 +71,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = Path(tempfile.mkdtemp(prefix="mp-mscan-", dir=SHORT_TMP_ROOT))  # the runs' TMPDIR, the lab state under it
     with metal_lab(tmp, bmc_password=BMC_PASSWORD, modelplane_token=MODELPLANE_TOKEN) as lab:
         done: dict[str, Any] = {"lab": lab, "tmp": tmp, "timelines": [root / "timeline-up", root / "timeline-down"]}
+        done["started"] = time.time()
         done["up"] = lab.site(
             timeline=done["timelines"][0], verbosity=VERBOSE, baremetal_host_root_password_hash=ROOT_PASSWORD_HASH
         )
@@ -140,6 +142,26 @@ class Places:
         return "mnt" in inside[1:2] or "work" in inside
 
 
+def scan_written_since(roots: list[Path], since: float, secrets: dict[str, str]) -> tuple[list[str], int]:
+    """The leaks in every file under ``roots`` written since ``since`` (symlinks not followed: ``.build/collections``
+    is this checkout). Nothing there was made to hold a secret."""
+    found: list[str] = []
+    scanned = 0
+    for root in roots:
+        for directory, _dirs, names in os.walk(root):
+            for name in names:
+                path = Path(directory, name)
+                try:
+                    if path.is_symlink() or path.stat().st_mtime < since:
+                        continue
+                    text = path.read_bytes().decode("utf-8", "replace")
+                except (FileNotFoundError, PermissionError):
+                    continue
+                scanned += 1
+                found += leaks(secrets, str(path), text)
+    return found, scanned
+
+
 def scan_files(roots: list[Path], secrets: dict[str, str], places: Places) -> tuple[list[str], int]:
     """The leaks in every file under ``roots`` (each may hold only what ``places`` allows), and how many files."""
     found: list[str] = []
@@ -196,6 +218,12 @@ def test_metal_up_and_down_at_vvv_leak_no_secret(runs: dict[str, Any]) -> None:
         found += leaks(secrets, f"{direction} stderr", run.stderr)
     found_down, scanned = scan_files([*runs["timelines"], runs["tmp"]], secrets, Places(runs["lab"], {}))
     found += found_down
+    # What Ansible writes outside TMPDIR (its module payloads, with their arguments, under ~/.ansible/tmp) and
+    # anything the runs left under .build/.
+    found_elsewhere, scanned_elsewhere = scan_written_since(
+        [REPO / ".build", Path.home() / ".ansible" / "tmp"], runs["started"], secrets
+    )
+    found += found_elsewhere
     iso = iso_files(runs["served iso"])
     in_iso: set[str] = set()
     for name, content in iso.items():
@@ -212,14 +240,16 @@ def test_metal_up_and_down_at_vvv_leak_no_secret(runs: dict[str, Any]) -> None:
             "secrets": len(secrets),
             "files scanned after the up": scanned_up,
             "files scanned after the down": scanned,
+            "files written under .build and ~/.ansible/tmp during the runs": scanned_elsewhere,
             "files in the ISO scanned": len(iso),
             "runs": 2,
         },
         "site.yml up and down of the lab's R730 at -vvv with the timeline callback: the BMC password, the root "
         "password hash, the control plane's token, the operator's SSH key, the server's SSH host key, the kubeadm "
         "admin credential and Modelplane's service account token (and their base64) searched in stdout, stderr, "
-        "the timeline reports, every file under TMPDIR and the lab state directory and every file of the ISO the "
-        "server booted; each place may hold only what it was made for",
+        "the timeline reports, every file under TMPDIR and the lab state directory, every file written under .build "
+        "and ~/.ansible/tmp during the runs and every file of the ISO the server booted; each place may hold only "
+        "what it was made for",
     )
     assert found == [], f"secret leaks: {len(found)}: " + "; ".join(found)
 
