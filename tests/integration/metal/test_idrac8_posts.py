@@ -73,6 +73,8 @@ def test_an_r730_whose_order_is_already_right_posts_twice(lab: MetalLab, tmp_pat
     )
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not METAL_FULL, reason="make test-metal (about 90 s)")
 @pytest.mark.timeout(1200)
 def test_the_disk_first_after_the_install_costs_one_job_and_one_post(lab: MetalLab, tmp_path: Path) -> None:
     state = lab.redfish.states[BMC]

@@ -20,7 +20,7 @@ secrets it was made for:
 - the 0600 kubeconfigs (removed by the teardown, so read after the up): their own cluster's key and token;
 - the operator's key file and ``endpoints.yml``: the inputs.
 
-The figure is ``secret leaks: 0``. Slow (a whole up and down at -vvv, about four minutes on two cores):
+The figure is ``secret leaks: 0``. Slow (a whole up and down at -vvv, about two minutes on two cores):
 ``make reliability`` runs it.
 """
 
@@ -62,7 +62,7 @@ OPERATOR_KEY = "the operator's SSH private key"
 ISO_HOLDS = {"root password hash", HOST_KEY}
 SERVER_DISK_HOLDS = {"root password hash", HOST_KEY, ADMIN_KEY, SA_TOKEN}
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not FULL, reason="make reliability (about 4 min)")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not FULL, reason="make reliability (about 2 min)")]
 
 
 @pytest.fixture(scope="module")
