@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 from integration.metal.metal_site import CLUSTER, MetalLab, metal_lab, single_host_inventory
-from integration.metal.test_baremetal_site import assert_provisioned
+from integration.metal.test_baremetal_site import assert_provisioned, task
 
+from ansible_collections.metalplane.inference.plugins.module_utils._metal.claims import PROVISIONING_ANNOTATION
 from lab.redfish.bmc import VIRTUAL_CD_DEVICE, BmcState
 from support.figures import record
 
@@ -31,8 +32,6 @@ BMC = "r730-1"
 HOST_PHASES = "phase:preflight,phase:lock,phase:claim,phase:boot,phase:install,phase:recovery"
 TEARDOWN_PHASES = "phase:preflight,phase:lock,phase:teardown,phase:wipe,phase:release"
 METAL_FULL = os.environ.get("METALPLANE_METAL_FULL") == "1"
-PROVISIONING_ANNOTATION = "metalplane.inference/provisioning"
-ROLE = "metalplane.inference.baremetal_host : "
 VIRTUAL_CD_FIRST = "Put the virtual CD ahead of the disk in the persistent boot order"
 DISK_FIRST = "Put the disk first in the persistent boot order"
 
@@ -48,8 +47,7 @@ def bios_jobs(state: BmcState) -> int:
 
 
 def changed(run: object, name: str) -> bool:
-    result = run.task(ROLE + name, host=CLUSTER)  # type: ignore[attr-defined]
-    return bool(result.get("changed"))
+    return bool(task(run, name).get("changed"))
 
 
 @pytest.mark.timeout(1200)
