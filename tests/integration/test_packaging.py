@@ -146,8 +146,38 @@ def test_ansible_builder_accepts_the_execution_environment(tarball: Path, tmp_pa
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    containerfile = next((tmp_path / "context").glob("*file"))
-    assert (
-        "ansible-galaxy collection install" in containerfile.read_text()
-        or (tmp_path / "context" / "_build" / "requirements.yml").exists()
+    containerfile = next((tmp_path / "context").glob("*file")).read_text()
+    assert "ansible-galaxy collection install" in containerfile
+    galaxy = yaml.safe_load((tmp_path / "context" / "_build" / "requirements.yml").read_text())
+    names = [collection["name"] for collection in galaxy["collections"]]
+    assert names == [f"collections/{tarball.name}", "kubernetes.core"]
+    assert (tmp_path / "context" / "_build" / "collections" / tarball.name).is_file()
+    assert "helm" in containerfile  # kubernetes.core.helm's binary
+
+
+def test_the_collection_in_an_ee_brings_its_python_and_system_requirements(tarball: Path, tmp_path: Path) -> None:
+    """What the image build resolves (``ansible-builder introspect``, the step the build runs once the collections
+    are installed): the installed tarball's Python requirements (sushy, pycdlib, pyfatfs, vultr-python, kubernetes)
+    and its system packages (the SSH client)."""
+    installed = tmp_path / "collections"
+    subprocess.run(
+        [str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(installed), str(tarball)],
+        check=True,
+        capture_output=True,
+        env=ansible_env(ANSIBLE_COLLECTIONS_PATH=str(installed)),
     )
+    result = subprocess.run(
+        [str(BIN / "ansible-builder"), "introspect", str(installed)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = yaml.safe_load(result.stdout)
+    ours = "# from collection metalplane.inference"
+    python = {line.split()[0] for line in found["python"] if line.endswith(ours)}
+    for requirement in ("sushy>=5.14.0,<5.15", "pycdlib>=1.22.0", "pyfatfs>=1.1.0", "vultr-python>=0.2.0,<0.3"):
+        assert requirement in python, (requirement, found["python"])
+    assert {"kubernetes>=24.2.0", "cryptography>=42.0"} <= python
+    system = [line.removesuffix(ours).strip() for line in found["system"] if line.endswith(ours)]
+    assert system == ["openssh-clients [platform:rpm]", "openssh-client [platform:dpkg]"]

@@ -112,14 +112,19 @@ def metal_lab(
     delay_scale: float = DELAY_SCALE,
     *,
     bmc_password: str = LAB_PASSWORD,
+    bmc_passwords: dict[str, str] | None = None,
     modelplane_token: str = DEFAULT_TOKEN,
 ) -> Iterator[MetalLab]:
     """The lab on loopback with ``endpoints.yml`` in ``tmp/state`` (``bmcs``: name -> personality); the secret scan
-    gives the BMCs and the control plane credentials it can recognise."""
+    gives the BMCs and the control plane credentials it can recognise. ``bmc_passwords`` gives BMCs passwords of
+    their own (name -> password): endpoints.yml then has no shared one, and the inventory must carry them."""
     require_bootloaders()
     state = tmp / "state"
     state.mkdir()
-    specs = [BmcSpec(name=n, personality=p, password=bmc_password) for n, p in (bmcs or DEFAULT_BMCS).items()]
+    own = bmc_passwords or {}
+    specs = [
+        BmcSpec(name=n, personality=p, password=own.get(n, bmc_password)) for n, p in (bmcs or DEFAULT_BMCS).items()
+    ]
     with (
         ModelplaneEmulator(delay_scale=0.0, token=modelplane_token) as modelplane,
         ArtifactServer(state / "artifacts") as artifacts,

@@ -576,15 +576,15 @@ class RedfishLab:
         return Reply(405, {"error": f"{method} {path} is not supported"})
 
     def describe(self) -> dict[str, Any]:
-        """What an inventory needs: the CA, the credential the BMCs share and each BMC's URL."""
+        """What an inventory needs: the CA, the credential the BMCs share and each BMC's URL. BMCs with passwords of
+        their own (a test of per-BMC credentials) have no shared one: ``password`` is left out, so an inventory that
+        reads it fails loudly instead of sending the wrong one."""
         passwords = {state.spec.password for state in self.states.values()}
-        if len(passwords) > 1:
-            msg = "the lab's BMCs share one credential (endpoints.yml has one password), not several"
-            raise ValueError(msg)
+        shared = {"password": passwords.pop() if passwords else LAB_PASSWORD} if len(passwords) <= 1 else {}
         return {
             "ca_path": self.ca_path,
             "username": LAB_USERNAME,
-            "password": passwords.pop() if passwords else LAB_PASSWORD,
+            **shared,
             "bmcs": {
                 name: {
                     "bmc_url": self.url(name),
