@@ -158,8 +158,12 @@ sanity-old: venv-core219 ansible-test-cache
 ansible-lint: venv awx-collection
 	$(BIN)/ansible-lint --profile production --offline
 
+# loadscope: a module's tests run on one worker, so a module-scoped lab (a site.yml up and down, a Metal3 lab) is
+# built once, not once per worker that gets one of its tests. Three workers on two cores: the tests wait on the lab
+# and on subprocesses often enough that two workers left a third of the CPU idle (measured 2026-12-07: 18.9 min
+# with -n 2, 15.1 min with -n 3, 167 % CPU; docs/testing/make-test.md).
 pytest: venv dmtf-csdl bootloaders awx-collection
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 3 --dist loadscope -q
 
 # The 2.19 lane runs the unit tests too: module code must work on both controller lanes.
 pytest-core219: venv-core219 bootloaders
@@ -223,8 +227,8 @@ test-metal-kill-matrix: venv bootloaders
 	METALPLANE_METAL_KILL_MATRIX=1 $(BIN)/python -m pytest -q -n 0 tests/integration/metal/test_baremetal_resume.py
 
 bench: venv
-	@for bench in tests/bench/bench_*.py; do name=$$(basename $$bench .py); echo "== $$name"; \
-	  PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m bench.$$name || exit 1; done
+	@for bench in tests/bench/bench_*.py tests/bench/profile_site.py; do name=$$(basename $$bench .py); \
+	  echo "== $$name"; PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m bench.$$name || exit 1; done
 
 # ---------------------------------------------------------------------------------------------
 # Packaging
