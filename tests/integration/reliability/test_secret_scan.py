@@ -118,4 +118,3 @@ def test_the_scan_finds_a_planted_secret_in_each_form() -> None:
     assert leaks(secrets, "stdout", f"... {VULTR_KEY} ...") == ["Vultr API key in stdout"]
     assert leaks(secrets, "a file", f"data: {encoded}\n") == ["Vultr API key in a file"]
     assert leaks(secrets, "stdout", "api_key: VALUE_SPECIFIED_IN_NO_LOG_PARAMETER") == []
-
