@@ -155,8 +155,11 @@ sanity-old: venv-core219 ansible-test-cache
 		PATH=$(abspath $(VENV_219))/bin:$$PATH $(abspath $(VENV_219))/bin/ansible-test sanity --local --python 3.11 --color no; \
 	else echo "sanity-old: skipped (needs both CPython 3.11 and >= 3.12)"; fi
 
+# The collections path is set here, not only in ansible.cfg: on a collection's root, ansible-lint sets up its own
+# and ignores ansible.cfg's, so awx.awx (playbooks/awx/configure.yml) would not resolve.
 ansible-lint: venv awx-collection
-	$(BIN)/ansible-lint --profile production --offline
+	ANSIBLE_COLLECTIONS_PATH=$(abspath $(BUILD))/collections:$(abspath $(BUILD))/awx-collections \
+		$(BIN)/ansible-lint --profile production --offline
 
 # loadscope: a module's tests run on one worker, so a module-scoped lab (a site.yml up and down, a Metal3 lab) is
 # built once, not once per worker that gets one of its tests. Three workers on two cores: the tests wait on the lab
