@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -218,7 +219,7 @@ def launch(
     *,
     inventory: Path,
     private_data_dir: Path,
-    credentials: list[Credential] = (),  # type: ignore[assignment]
+    credentials: Sequence[Credential] = (),
     survey_answers: dict[str, Any] | None = None,
     limit: str | None = None,
     vault_password: str | None = None,
