@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +86,9 @@ def run_site(playbook: str, inventory: Path, state_dir: Path) -> dict[str, Any]:
     }
 
 
-def bench(clusters: int) -> dict[str, Any]:
+@contextmanager
+def bench_lab(clusters: int) -> Iterator[tuple[Path, Path, Path]]:
+    """A fresh lab at delay 0 with an inventory of ``clusters`` clusters: (work directory, inventory, state dir)."""
     with tempfile.TemporaryDirectory(prefix="mp-bench-") as tmp:
         state_dir = Path(tmp) / "state"
         inventory = write_inventory(Path(tmp) / "inventory", clusters)
@@ -92,11 +96,16 @@ def bench(clusters: int) -> dict[str, Any]:
         env = lab_environment()
         subprocess.run([*labctl, "up", "--state-dir", str(state_dir), "--delay-scale", "0"], check=True, env=env)
         try:
-            up = run_site("site.yml", inventory, state_dir)
-            again = run_site("site.yml", inventory, state_dir)
-            down = run_site("down.yml", inventory, state_dir)
+            yield Path(tmp), inventory, state_dir
         finally:
             subprocess.run([*labctl, "down", "--state-dir", str(state_dir)], check=False, env=env)
+
+
+def bench(clusters: int) -> dict[str, Any]:
+    with bench_lab(clusters) as (_work, inventory, state_dir):
+        up = run_site("site.yml", inventory, state_dir)
+        again = run_site("site.yml", inventory, state_dir)
+        down = run_site("down.yml", inventory, state_dir)
     return {"clusters": clusters, "forks": FORKS, "up": up, "no_op": again, "down": down}
 
 

@@ -23,17 +23,15 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.bench_site import FORKS, REPO, write_inventory
-from lab.common.emulator import lab_command, lab_environment
+from bench.bench_site import FORKS, REPO, bench_lab
 from support.collection import ansible_env
 
 # Actions that run in the controller's own process (action plugins with no module, and the strategy's own), so
@@ -70,7 +68,6 @@ class TaskTime:
     name: str
     action: str
     seconds: float
-    hosts: int
     runs: int  # action runs over every host: a loop runs the action once per item
 
 
@@ -86,7 +83,6 @@ class Group:
     tasks: int = 0
     module_tasks: int = 0
     seconds: float = 0.0
-    names: list[str] = field(default_factory=list)
 
 
 def _seconds(duration: dict[str, str]) -> float:
@@ -121,7 +117,7 @@ def task_times(report: dict[str, Any]) -> list[TaskTime]:
                 continue
             action = next(iter(ran.values())).get("action", "?")
             runs = sum(_runs(result) for result in ran.values())
-            times.append(TaskTime(task["task"]["name"], action, _seconds(task["task"]["duration"]), len(ran), runs))
+            times.append(TaskTime(task["task"]["name"], action, _seconds(task["task"]["duration"]), runs))
     return times
 
 
@@ -157,22 +153,14 @@ def role_of(name: str) -> str:
 
 
 def profile(clusters: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="mp-prof-") as tmp:
-        state_dir = Path(tmp) / "state"
-        inventory = write_inventory(Path(tmp) / "inventory", clusters)
-        labctl = lab_command("lab.labctl")
-        lab_env = lab_environment()
-        subprocess.run([*labctl, "up", "--state-dir", str(state_dir), "--delay-scale", "0"], check=True, env=lab_env)
+    with bench_lab(clusters) as (work, inventory, state_dir):
         env = ansible_env(LAB_STATE_DIR=str(state_dir), ANSIBLE_FORKS=str(FORKS))
-        try:
-            up = json_run(REPO / "playbooks" / "site.yml", inventory, env)
-            started = datetime.now()
-            no_op = json_run(REPO / "playbooks" / "site.yml", inventory, env)
-            wall = (datetime.now() - started).total_seconds()
-            costs = calibrate(Path(tmp), env)
-            json_run(REPO / "playbooks" / "down.yml", inventory, env)
-        finally:
-            subprocess.run([*labctl, "down", "--state-dir", str(state_dir)], check=False, env=lab_env)
+        up = json_run(REPO / "playbooks" / "site.yml", inventory, env)
+        started = datetime.now()
+        no_op = json_run(REPO / "playbooks" / "site.yml", inventory, env)
+        wall = (datetime.now() - started).total_seconds()
+        costs = calibrate(work, env)
+        json_run(REPO / "playbooks" / "down.yml", inventory, env)
     times = task_times(no_op)
     changed = sum(stats.get("changed", 0) for stats in no_op["stats"].values())
     groups: dict[str, Group] = defaultdict(Group)
@@ -181,7 +169,6 @@ def profile(clusters: int) -> dict[str, Any]:
         group.tasks += 1
         group.seconds += time.seconds
         group.module_tasks += time.runs if time.action not in CONTROLLER_ACTIONS else 0
-        group.names.append(time.name)
     module_tasks = sum(group.module_tasks for group in groups.values())
     controller_tasks = sum(1 for time in times if time.action in CONTROLLER_ACTIONS)
     return {

@@ -154,5 +154,9 @@ def test_survey_answers_are_checked_before_a_job_starts(template: str, answers: 
     missing confirmation never reach a playbook."""
     with pytest.raises(ValueError, match=refusal):
         check_survey(job_template(template), answers)
+
+
+def test_survey_answers_within_the_survey_are_accepted() -> None:
     check_survey(job_template("metalplane site"), {"cluster_state": "absent"})
-    check_survey(job_template("metalplane site"), {})
+    check_survey(job_template("metalplane site"), {})  # optional: each cluster keeps its inventory state
+    check_survey(job_template("metalplane down"), {"metalplane_down_confirm": "DESTROY"})
