@@ -74,6 +74,30 @@ options:
         so V(9.0) equals V(9.0.0)); capacities are minimums (the device must have at least that much).
       - Attribute names are bare (C(architecture)); the driver's domain is implied.
     type: dict
+  pools:
+    description:
+      - Several GPU pools judged in one run, each by its own node selector, GPU count and device match (one
+        module start-up for a cluster's pools instead of one per pool). The C(operator) check runs once for
+        the run; C(allocatable) and C(dra) per pool.
+      - Cannot be combined with O(node_selector) or O(device_match). The result then has O(pools) keyed by
+        pool name, and C(nodes) gives each node's C(pool).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The pool's name, which keys its result.
+        type: str
+        required: true
+      node_selector:
+        description: Label selector of the pool's nodes, as in O(node_selector).
+        type: raw
+        required: true
+      gpus_per_node:
+        description: GPUs each of the pool's nodes must advertise or publish. Omitted, O(gpus_per_node).
+        type: int
+      device_match:
+        description: The InferenceClass C(devices) entry the pool's DRA devices must satisfy, as in O(device_match).
+        type: dict
   wait_timeout:
     description: Seconds to wait for all checks together. V(0) checks once.
     type: int
@@ -105,6 +129,15 @@ EXAMPLES = r"""
         cudaComputeCapability: {version: "7.0.0"}
       capacity:
         memory: {value: 32Gi}
+
+- name: Wait for two pools in one run, each with its own GPU count
+  metalplane.inference.gpu_ready:
+    kubeconfig: "{{ workload_kubeconfig }}"
+    checks: [operator, allocatable]
+    pools:
+      - {name: l40s, node_selector: "modelplane.ai/pool=l40s", gpus_per_node: 1}
+      - {name: a16, node_selector: "modelplane.ai/pool=a16", gpus_per_node: 2}
+  register: pool_gpus   # pool_gpus.pools.l40s.ready, pool_gpus.pools.a16.inference_class_devices
 
 - name: Generate an InferenceClass from what the nodes report
   kubernetes.core.k8s:
@@ -158,10 +191,26 @@ problems:
   type: list
   elements: str
 inference_class_devices:
-  description: An InferenceClass C(devices) list for the pool, when every matched node reports the same GPUs.
+  description:
+    - An InferenceClass C(devices) list for the pool, when every matched node reports the same GPUs.
+    - Empty with O(pools) (each pool has its own).
   returned: always
   type: list
   elements: dict
+pools:
+  description:
+    - With O(pools), per pool name, its verdict, node checks, nodes, problems, InferenceClass C(devices) and the
+      C(device_match) it was held to (null when none).
+  returned: when O(pools) is given
+  type: dict
+  sample:
+    l40s:
+      ready: true
+      checks: {allocatable: {ready: true, nodes: 1, short: []}}
+      nodes: {vke-l40s-1: {ready: true, count: 1, model: NVIDIA-L40S}}
+      problems: []
+      inference_class_devices: [{name: gpu, driver: gpu.nvidia.com, count: 1}]
+      device_match: null
 elapsed:
   description: Seconds spent waiting.
   returned: always
@@ -188,6 +237,16 @@ def argument_spec() -> dict[str, Any]:
         "dra_driver": {"type": "str", "default": DEFAULT_DRA_DRIVER},
         "dra_api_version": {"type": "str", "default": "resource.k8s.io/v1"},
         "device_match": {"type": "dict"},
+        "pools": {
+            "type": "list",
+            "elements": "dict",
+            "options": {
+                "name": {"type": "str", "required": True},
+                "node_selector": {"type": "raw", "required": True},
+                "gpus_per_node": {"type": "int"},
+                "device_match": {"type": "dict"},
+            },
+        },
         **wait_timeout_spec(600),
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.args import wait_timeout_seconds
@@ -210,12 +211,121 @@ def validator_pods(feed: Feed, params: Mapping[str, Any], daemonsets: list[dict[
     return gpu.pod_diagnostics(pods)
 
 
+# --- gpu_ready over several pools in one run -------------------------------------------------------
+#
+# Why: a cluster with N GPU pools used to need N gpu_ready runs (one node selector and one GPU count
+# each), and on a reconcile that changes nothing the module start-ups are the run's cost (issue 19's
+# profile, docs/benchmarks/site.md). With ``pools``, one run watches every pool's nodes (one watch
+# per pool, filtered by the server), the validator and the ResourceSlices once, and judges each pool
+# by its own count and device match.
+
+
+@dataclass(frozen=True)
+class PoolTarget:
+    name: str
+    key: str  # the watch's state key
+    label_selector: str | None
+    criteria: gpu.GpuCriteria  # the node checks (allocatable, dra); the operator check is the run's
+    device_match: Mapping[str, Any] | None  # as given, returned with the verdict (what the devices were held to)
+
+
+def pool_targets(params: Mapping[str, Any]) -> tuple[gpu.GpuCriteria | None, list[PoolTarget]]:
+    """The run-wide operator check (or None) and one target per entry of ``pools``."""
+    for single in ("node_selector", "device_match"):
+        if params.get(single) not in (None, "", {}, []):
+            raise InputError(
+                single, "cannot be combined with pools: give each pool its own node_selector / device_match"
+            )
+    checks = tuple(params.get("checks") or ())
+    base = gpu_criteria(params)
+    operator = replace(base, checks=("operator",)) if "operator" in checks else None
+    node_checks = tuple(c for c in checks if c != "operator")
+    targets: list[PoolTarget] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(params["pools"]):
+        field = f"pools[{index}]"
+        name = str(entry.get("name") or "")
+        if not name:
+            raise InputError(f"{field}.name", "is required: the pool's name keys its result")
+        if name in seen:
+            raise InputError(f"{field}.name", f"{name!r} is given twice; each pool once")
+        seen.add(name)
+        count = entry.get("gpus_per_node")
+        count = int(params["gpus_per_node"]) if count is None else int(count)
+        if count < 1:
+            raise InputError(f"{field}.gpus_per_node", f"must be 1 or more, got {count}")
+        match = gpu.parse_device_match(entry.get("device_match"), f"{field}.device_match")
+        if match is not None and match.driver and match.driver != base.dra_driver:
+            raise InputError(
+                f"{field}.device_match.driver",
+                f"is {match.driver!r} but dra_driver is {base.dra_driver!r}; set dra_driver to the class's driver",
+            )
+        if match is not None and "dra" not in checks:
+            raise InputError(f"{field}.device_match", "only applies to the dra check; add dra to checks")
+        targets.append(
+            PoolTarget(
+                name=name,
+                key=f"nodes:{name}",
+                label_selector=label_selector(entry.get("node_selector"), f"{field}.node_selector"),
+                criteria=replace(base, checks=node_checks, gpus_per_node=count, device_match=match),
+                device_match=entry.get("device_match"),
+            )
+        )
+    if not targets:
+        raise InputError("pools", "name at least one pool, or leave pools out and use node_selector")
+    return operator, targets
+
+
+def pool_specs(params: Mapping[str, Any], targets: list[PoolTarget]) -> list[WatchSpec]:
+    """One node watch per pool; the validator and the slices once for the run."""
+    shared = [s for s in gpu_specs({**params, "node_selector": None}, gpu_criteria(params)) if s.key != "nodes"]
+    nodes = [WatchSpec(key=t.key, api_version="v1", kind="Node", label_selector=t.label_selector) for t in targets]
+    return nodes + shared
+
+
+def pools_check(operator: gpu.GpuCriteria | None, targets: list[PoolTarget]) -> Any:
+    def check(state: Mapping[str, Mapping[Any, dict[str, Any]]]) -> tuple[bool, Any]:
+        checks: dict[str, Any] = {}
+        problems: list[str] = []
+        if operator is not None:
+            _ready, summary = gpu.assess(operator, nodes=(), daemonsets=state.get("validator", {}).values())
+            checks["operator"] = summary["checks"]["operator"]
+            problems.extend(summary["problems"])
+        pools: dict[str, Any] = {}
+        nodes: dict[str, Any] = {}
+        slices = list(state.get("slices", {}).values())
+        for target in targets:
+            ready, summary = gpu.assess(target.criteria, nodes=state[target.key].values(), slices=slices)
+            pools[target.name] = {
+                "ready": ready,
+                "checks": summary["checks"],
+                "nodes": summary["nodes"],
+                "problems": summary["problems"],
+                "inference_class_devices": pool_devices(summary["nodes"]),
+                "device_match": target.device_match,
+            }
+            problems.extend(f"pool {target.name}: {p}" for p in summary["problems"])
+            for node_name, entry in summary["nodes"].items():
+                nodes[node_name] = {**entry, "pool": target.name}
+        ready = not problems and all(c.get("ready") for c in [*checks.values(), *pools.values()])
+        return ready, {"checks": checks, "pools": pools, "nodes": nodes, "problems": problems}
+
+    return check
+
+
 def run_gpu_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
     params = module.params
-    criteria = gpu_criteria(params)
+    pooled = bool(params.get("pools"))
+    if pooled:
+        operator, targets = pool_targets(params)
+        criteria = gpu_criteria(params)
+        specs = pool_specs(params, targets)
+        check = pools_check(operator, targets)
+    else:
+        criteria = gpu_criteria(params)
+        specs = gpu_specs(params, criteria)
+        check = gpu_check(criteria)
     timeout = float(wait_timeout_seconds(params))
-    specs = gpu_specs(params, criteria)
-    check = gpu_check(criteria)
     client = None
     if feed is None:
         client, feed = open_feed(module)
@@ -233,9 +343,12 @@ def run_gpu_ready(module: Any, feed: Feed | None = None) -> dict[str, Any]:
             "checks": summary["checks"],
             "nodes": summary["nodes"],
             "problems": summary["problems"],
-            "inference_class_devices": pool_devices(summary["nodes"]),
+            # With pools, each pool has its own (pools.<name>.inference_class_devices).
+            "inference_class_devices": [] if pooled else pool_devices(summary["nodes"]),
             "elapsed": round(outcome.elapsed, 3),
         }
+        if pooled:
+            result["pools"] = summary["pools"]
         if outcome.ready or module.check_mode:
             return result
         pods = []

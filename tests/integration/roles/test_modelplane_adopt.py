@@ -235,7 +235,8 @@ def test_modelplane_adopt_lifecycle(
     assert adopted["classes"] == [{"name": CLASS, "action": "created", "managed": True}]
     assert adopted["secret"] == {"name": f"{CLUSTER}-kubeconfig", "namespace": NS}
     dra = up.task(DRA_CHECK, CLUSTER)
-    assert dra["results"][0]["ready"] is True
+    assert dra["ready"] is True
+    assert dra["pools"]["l40s"]["ready"] is True
 
     ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
     assert ic is not None
@@ -267,11 +268,10 @@ def test_modelplane_adopt_lifecycle(
     # Generated from the nodes' GPU Feature Discovery labels (the inventory ran with checks [allocatable]):
     # productName turned back from GFD's NVIDIA-L40S, architecture from the family and compute labels.
     assert device["attributes"] == L40S_ATTRIBUTES
-    # The DRA check after adoption matched the twin's ResourceSlices against exactly those attributes.
     # The DRA check after adoption matched the twin's ResourceSlices against exactly those attributes (its
-    # device_match is the pool's gpu_device, the loop item), and every device of every node satisfied them.
-    assert dra["results"][0]["item"]["gpu_device"]["attributes"] == L40S_ATTRIBUTES
-    checked = dra["results"][0]["nodes"]
+    # device_match is the pool's gpu_device), and every device of every node satisfied them.
+    assert dra["pools"]["l40s"]["device_match"]["attributes"] == L40S_ATTRIBUTES
+    checked = dra["pools"]["l40s"]["nodes"]
     assert len(checked) == 2
     assert all(n["matching_devices"] == 1 for n in checked.values())
     assert all(not n.get("device_mismatches") for n in checked.values())
@@ -361,7 +361,7 @@ def test_modelplane_adopt_labels_the_pool_nodes_it_is_given(
     (device,) = klass["spec"]["devices"]
     assert device["attributes"] == A16_ATTRIBUTES
     assert device["capacity"] == {"memory": {"value": "15356Mi"}}
-    assert up.task(DRA_CHECK, CLUSTER)["results"][0]["ready"] is True
+    assert up.task(DRA_CHECK, CLUSTER)["pools"]["a16"]["ready"] is True
     ic = mp.api.get(MP, "InferenceCluster", CLUSTER)
     assert ic is not None
     assert ic["spec"]["nodePools"] == [{"name": "a16", "className": "a16-1x", "nodeCount": 2}]

@@ -1,7 +1,7 @@
 """The vke_cluster role through real ansible-playbook against the Vultr emulator with workload twins.
 
-Why: the role is wiring between two modules (variables -> vke_cluster with every pool -> gpu_ready per
-pool, and the reverse order on teardown), and wiring is only proven by running it. The
+Why: the role is wiring between two modules (variables -> vke_cluster with every pool -> one gpu_ready over
+every pool, and the reverse order on teardown), and wiring is only proven by running it. The
 emulator's twin gives every active cluster a live Kubernetes API whose nodes follow the pools (labels,
 taints, GPUs of the plan), so the GPU readiness wait and the inventory fact are real too. Every
 exchange is checked against the Vultr overlay spec.
@@ -233,7 +233,7 @@ def test_check_mode_and_teardown_of_nothing_create_nothing(
     dry = run_role(playbook, emu, ansible_tmp, check=True, via_module_defaults=True)
     assert dry.rc == 0, failure(dry)
     assert "Converge VKE cluster inference-lab" in changed_tasks(dry)
-    assert dry.task(ROLE_PREFIX + "Wait for the GPU stack of each pool").get("skipped") is True
+    assert dry.task(ROLE_PREFIX + "Wait for the GPU stack of every pool").get("skipped") is True
     assert writes(emu) == []
     assert emu.clusters == {}
     assert not (ansible_tmp / "kube").exists()

@@ -153,3 +153,111 @@ def test_input_errors_before_any_request(
     assert result["failed"] is True
     assert result["msg"].startswith(message)
     assert feed.calls == []
+
+
+def pool_node(name: str, pool: str, gpus: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"modelplane.ai/pool": pool}},
+            "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}}}  # fmt: skip
+
+
+TWO_POOLS = [
+    {"name": "l40s", "node_selector": "modelplane.ai/pool=l40s", "gpus_per_node": 1},
+    {"name": "a16", "node_selector": {"modelplane.ai/pool": "a16"}, "gpus_per_node": 2},
+]
+
+
+def test_pools_are_judged_each_by_its_own_count_in_one_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    feed = FakeFeed(
+        {
+            "nodes:l40s": [{"items": [pool_node("l1", "l40s", 1)]}],
+            "nodes:a16": [
+                {
+                    "items": [pool_node("a1", "a16", 1)],
+                    "events": [0.05, {"type": "MODIFIED", "object": pool_node("a1", "a16", 2)}],
+                }
+            ],
+            "validator": [{"items": [validator(2, 2)]}],
+        }
+    )
+    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"pools": TWO_POOLS, "wait_timeout": 3})
+    assert result["ready"] is True, result
+    assert result["pools"]["l40s"]["ready"] is True
+    assert result["pools"]["a16"]["nodes"]["a1"]["allocatable"] == 2
+    assert result["nodes"]["a1"]["pool"] == "a16"
+    assert result["nodes"]["l1"]["pool"] == "l40s"
+    assert set(result["checks"]) == {"operator"}  # once for the run, not per pool
+    assert result["pools"]["a16"]["checks"]["allocatable"]["ready"] is True
+    specs = {c[1]: c[2] for c in feed.calls if c[0] == "list"}
+    assert specs["nodes:l40s"].label_selector == "modelplane.ai/pool=l40s"
+    assert specs["nodes:a16"].label_selector == "modelplane.ai/pool=a16"
+    assert "nodes" not in specs
+
+
+def test_pools_timeout_names_the_pool_and_its_node(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    feed = FakeFeed(
+        {
+            "nodes:l40s": [{"items": [pool_node("l1", "l40s", 1)]}],
+            "nodes:a16": [{"items": [pool_node("a1", "a16", 1)]}],
+            "validator": [{"items": [validator(2, 2)]}],
+        }
+    )
+    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, {"pools": TWO_POOLS, "wait_timeout": 1})
+    assert result["failed"] is True
+    assert result["msg"] == (
+        "Timed out after 1s waiting for GPU readiness (operator, allocatable): "
+        "pool a16: node a1: allocatable nvidia.com/gpu 1 < 2"
+    )
+    assert result["error"]["pools"]["l40s"]["ready"] is True
+
+
+def test_pools_dra_match_per_pool(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    feed = FakeFeed(
+        {
+            "nodes:big": [{"items": [pool_node("a", "big", 0)]}],
+            "nodes:small": [{"items": [pool_node("b", "small", 0)]}],
+            "slices": [{"items": [l40s_slice("a", 4), l40s_slice("b", 1)]}],
+        }
+    )
+    pools = [
+        {"name": "big", "node_selector": "modelplane.ai/pool=big", "device_match": {"count": 4}},
+        {"name": "small", "node_selector": "modelplane.ai/pool=small", "device_match": {"count": 1}},
+    ]
+    result = run_module(
+        monkeypatch, capsys, gpu_ready.main, feed, {"checks": ["dra"], "pools": pools, "wait_timeout": 2}
+    )
+    assert result["ready"] is True, result
+    assert result["pools"]["big"]["inference_class_devices"][0]["count"] == 4
+    assert result["pools"]["small"]["inference_class_devices"][0]["count"] == 1
+    assert result["inference_class_devices"] == []
+    assert result["pools"]["small"]["device_match"] == {"count": 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"pools": TWO_POOLS, "node_selector": "a=b"}, "node_selector: cannot be combined with pools"),
+        ({"pools": [TWO_POOLS[0], TWO_POOLS[0]]}, "pools[1].name: 'l40s' is given twice"),
+        ({"pools": [{**TWO_POOLS[0], "gpus_per_node": 0}]}, "pools[0].gpus_per_node: must be 1 or more"),
+        ({"pools": [{**TWO_POOLS[0], "node_selector": "=a"}]}, "pools[0].node_selector:"),
+        (
+            {"checks": ["allocatable"], "pools": [{**TWO_POOLS[0], "device_match": {"count": 2}}]},
+            "pools[0].device_match: only applies to the dra check",
+        ),
+        (
+            {"checks": ["dra"], "pools": [{**TWO_POOLS[0], "device_match": {"driver": "gpu.example.com"}}]},
+            "pools[0].device_match.driver: is 'gpu.example.com'",
+        ),
+    ],
+)
+def test_pools_input_errors_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: dict[str, Any], message: str
+) -> None:
+    feed = FakeFeed({})
+    result = run_module(monkeypatch, capsys, gpu_ready.main, feed, args)
+    assert result["failed"] is True
+    assert result["msg"].startswith(message), result["msg"]
+    assert feed.calls == []
