@@ -194,15 +194,48 @@ def test_longhorn_rwx_lifecycle(
     assert sc["parameters"]["nfsOptions"] == "vers=4.1,noresvport,softerr,timeo=600,retrans=5"
     assert sc["parameters"]["migratable"] == "false"
 
-    # Idempotence: the second run changes nothing.
+    # The first run recorded what it verified, at its end.
+    record = api.get("v1", "ConfigMap", "metalplane-verified", NS)
+    assert record is not None
+    assert "apps/v1 DaemonSet longhorn-system/longhorn-manager" in record["data"]["storage"]
+
+    # Idempotence: the second run changes nothing, and on that record skips the phase (no Helm, no wait).
     again = run_role(playbook, api, ansible_tmp)
     assert again.rc == 0, failure(again)
-    assert again.changed() == 0, [
-        task["task"]["name"]
-        for play in again.report["plays"]
-        for task in play["tasks"]
-        if task["hosts"].get("localhost", {}).get("changed")
-    ]
+    assert again.changed() == 0, changed_tasks(again)
+    assert again.task(VERIFIED)["verified"] is True, again.task(VERIFIED)["reasons"]
+    assert again.task(HELM_TASK).get("skipped") is True
+    assert again.task(RECORD).get("skipped") is True
+
+    # The manager DaemonSet's spec edited behind the role's back (a new generation): the record no longer holds,
+    # the phase runs in full (Helm, every wait) and records the DaemonSet as it is now; the next run skips again.
+    api.patch("apps/v1", "DaemonSet", "longhorn-manager", {"spec": {"minReadySeconds": 5}}, namespace=NS)
+    edited = run_role(playbook, api, ansible_tmp)
+    assert edited.rc == 0, failure(edited)
+    reasons = edited.task(VERIFIED)["reasons"]
+    assert any("DaemonSet longhorn-system/longhorn-manager" in r and "generation=2" in r for r in reasons), reasons
+    assert edited.task(HELM_TASK).get("skipped") is not True
+    assert edited.task(RECORD).get("skipped") is not True
+    settled = run_role(playbook, api, ansible_tmp)
+    assert settled.rc == 0, failure(settled)
+    assert settled.task(VERIFIED)["verified"] is True, settled.task(VERIFIED)["reasons"]
+
+    # A run killed after the release and before its record leaves no record of its own (here: none at all): the
+    # next run runs the phase in full rather than trusting what it cannot know was verified.
+    api.delete("v1", "ConfigMap", "metalplane-verified", NS)
+    resumed = run_role(playbook, api, ansible_tmp)
+    assert resumed.rc == 0, failure(resumed)
+    assert resumed.task(VERIFIED)["reasons"] == ["no record of a verified state"]
+    assert resumed.task(HELM_TASK).get("skipped") is not True
+    assert api.get("v1", "ConfigMap", "metalplane-verified", NS) is not None
+
+    # Other inputs (here the StorageClass's NFS options, immutable: reported as drift) never verify, and a run
+    # that reports drift records nothing, so every run reports it again.
+    drift = run_role(playbook, api, ansible_tmp, longhorn_nfs_options="vers=4.2")
+    assert drift.rc == 0, failure(drift)
+    assert drift.task(VERIFIED)["reasons"] == ["the phase's inputs changed since it was verified"]
+    assert drift.task(DRIFT_TASK).get("skipped") is not True
+    assert drift.task(RECORD).get("skipped") is True
 
     # Teardown refuses while a PVC of the class exists, and leaves everything in place.
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
@@ -243,6 +276,18 @@ def test_longhorn_rwx_lifecycle(
 
 ROLE = "metalplane.inference.longhorn_rwx : "
 DRIFT_TASK = ROLE + "Report StorageClass settings that differ from this run's but cannot be changed"
+VERIFIED = ROLE + "Ask whether Longhorn is as the last run that verified it left it"
+RECORD = ROLE + "Record that Longhorn is verified, so that a run with nothing to change skips this phase"
+HELM_TASK = ROLE + "Longhorn Helm release"
+
+
+def changed_tasks(run: Any) -> list[str]:
+    return [
+        task["task"]["name"]
+        for play in run.report["plays"]
+        for task in play["tasks"]
+        if task["hosts"].get("localhost", {}).get("changed")
+    ]
 
 
 def drift_report(run: Any) -> str | None:
