@@ -43,10 +43,13 @@ description:
     Secure Boot on is refused (module signing is out of scope), and so is MMIO above 4 GB off with a large-BAR GPU;
     a setting the BMC does not expose is a warning. With O(check_package_repositories), each Kubernetes version is
     looked up in its minor's package repository."
-  - "Finally the installer ISOs: each distinct URL is downloaded once into O(iso_cache_dir), the cache
-    C(boot_iso) reads (C(<sha256>.iso)), and verified, so an unreachable URL or a checksum mismatch fails here
-    and the later C(boot_iso) finds the ISO cached. An ISO already cached under its sha256 is not fetched again
-    (nor would C(boot_iso) fetch it). A C(file://) URL or an absolute path is verified in place."
+  - "Finally the installer ISOs: each distinct URL that a cluster will install from (its claim is new) is
+    downloaded once into O(iso_cache_dir), the cache C(boot_iso) reads (C(<sha256>.iso)), and verified, so an
+    unreachable URL or a checksum mismatch fails here and the later C(boot_iso) finds the ISO cached. An ISO
+    already cached under its sha256 is not fetched again (nor would C(boot_iso) fetch it). An ISO that only
+    clusters holding their hosts name is not downloaded - a scheduled reconcile in a fresh container would
+    otherwise fetch gigabytes it does not use - it is found in the cache or its server is asked for the
+    headers (status V(reachable)). A C(file://) URL or an absolute path is verified in place."
   - Clusters with C(state=absent) are checked for their name, pool and claim only.
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
@@ -420,8 +423,8 @@ clusters:
       elements: dict
     iso:
       description:
-        - The installer ISO (url, sha256, path, verified, status V(downloaded), V(cached), V(local) or, in check
-          mode, V(reachable)); null when the cluster names none.
+        - The installer ISO (url, sha256, path, verified, status V(downloaded), V(cached), V(local) or V(reachable)
+          (in check mode, or when no cluster installs from it in this run)); null when the cluster names none.
       type: dict
     node:
       description:

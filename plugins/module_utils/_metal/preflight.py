@@ -66,8 +66,11 @@ CLAIM_STATES = ("held", "new", "release", "none")
 
 # (host, requirements) -> ("ok", inventory) | ("unreachable", error) | ("mismatched", {reasons, inventory}).
 Probe = Callable[[Host, Requirements], tuple[str, Any]]
-# (url, sha256) -> what was verified, as a result entry; raises InputError on iso_url / iso_checksum.
-IsoCheck = Callable[[str, str], dict[str, Any]]
+# (url, sha256, install) -> what was verified, as a result entry; raises InputError on iso_url / iso_checksum.
+# ``install``: a cluster of this run will install from it (its claim is new), so the ISO is downloaded now; otherwise
+# (every cluster naming it holds its host already) a cached copy is enough, and an uncached one is asked for its
+# headers only: a scheduled reconcile in a fresh AWX container must not fetch a multi-GB ISO it will not use.
+IsoCheck = Callable[[str, str, bool], dict[str, Any]]
 
 
 # --------------------------------------------------------------------------------------------- stage 1: shape
@@ -816,22 +819,31 @@ def check_kubernetes_releases(checked: Checked, fetch: kube_release.Fetch) -> tu
 
 # --------------------------------------------------------------------------------------------- stage 3: ISOs
 def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
-    """Each distinct (URL, sha256) once: downloaded and verified (or, in check mode, reached) by ``check``."""
+    """Each distinct (URL, sha256) once: downloaded and verified when a cluster installs from it (a new claim),
+    else found in the cache or reached (and, in check mode, only ever reached) by ``check``."""
     problems: list[Problem] = []
+    using = [
+        plan
+        for plan in plans
+        if plan.cluster.present
+        and plan.cluster.iso_url
+        and plan.cluster.iso_sha256
+        # Set but unused by other provisioners (metal3 writes a node image): not fetched.
+        and plan.cluster.provisioner in ISO_PROVISIONERS
+    ]
+    installs: dict[tuple[str, str], bool] = {}
+    for plan in using:
+        key = (str(plan.cluster.iso_url), str(plan.cluster.iso_sha256))
+        installs[key] = installs.get(key, False) or plan.claim == "new"
     done: dict[tuple[str, str], dict[str, Any] | InputError] = {}
-    for plan in plans:
+    for key, install in installs.items():
+        try:
+            done[key] = check(*key, install)
+        except InputError as exc:
+            done[key] = exc
+    for plan in using:
         cluster = plan.cluster
-        if not cluster.present or not cluster.iso_url or not cluster.iso_sha256:
-            continue
-        if cluster.provisioner not in ISO_PROVISIONERS:  # set but unused (metal3 writes a node image): not fetched
-            continue
-        key = (cluster.iso_url, cluster.iso_sha256)
-        if key not in done:
-            try:
-                done[key] = check(*key)
-            except InputError as exc:
-                done[key] = exc
-        outcome = done[key]
+        outcome = done[(str(cluster.iso_url), str(cluster.iso_sha256))]
         if isinstance(outcome, InputError):
             problems.append(Problem.from_input_error(outcome, cluster.where, ISO_FIELDS))
             plan.iso = {"url": cluster.iso_url, "sha256": cluster.iso_sha256, "status": "failed"}
@@ -843,11 +855,18 @@ def check_isos(plans: Sequence[ClusterPlan], check: IsoCheck) -> list[Problem]:
 def iso_checker(
     cache_dir: Path, *, download: bool, timeout: int, validate_certs: bool, ca_cert: str | None
 ) -> IsoCheck:
-    """The real ``IsoCheck``: ``boot_iso``'s cache and verification; without ``download``, a HEAD request."""
+    """The real ``IsoCheck``: ``boot_iso``'s cache and verification, downloading only when ``download`` (not check
+    mode) and a cluster installs from the ISO; otherwise a cached or local ISO, or a HEAD request."""
 
-    def check(url: str, sha256: str) -> dict[str, Any]:
+    def check(url: str, sha256: str, install: bool) -> dict[str, Any]:
         path, downloaded = boot_iso.fetch_verified(
-            url, sha256, cache_dir, download=download, timeout=timeout, validate_certs=validate_certs, ca_cert=ca_cert
+            url,
+            sha256,
+            cache_dir,
+            download=download and install,
+            timeout=timeout,
+            validate_certs=validate_certs,
+            ca_cert=ca_cert,
         )
         if path is not None:
             status = "downloaded" if downloaded else ("cached" if path.parent == cache_dir else "local")

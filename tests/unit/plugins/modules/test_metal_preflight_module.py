@@ -72,7 +72,7 @@ class Fakes:
     def __init__(self) -> None:
         self.store = MemoryLeaseStore()
         self.bmcs = FakeBmcs({n: FakeBmc(v100_inventory(m)) for n, m in MACS.items()})
-        self.isos: list[tuple[str, str]] = []
+        self.isos: list[tuple[str, str, bool]] = []
         self.indexes: list[str] = []
 
     def index(self, url: str) -> bytes | None:
@@ -81,8 +81,8 @@ class Fakes:
         self.indexes.append(url)
         return b"Package: kubeadm\nVersion: 1.34.2-1.1\n" if url.endswith("/v1.34/deb/Packages") else None
 
-    def iso(self, url: str, sha256: str) -> dict[str, Any]:
-        self.isos.append((url, sha256))
+    def iso(self, url: str, sha256: str, install: bool) -> dict[str, Any]:
+        self.isos.append((url, sha256, install))
         return {"status": "cached", "verified": True, "path": f"/cache/{sha256}.iso"}
 
 
@@ -116,7 +116,7 @@ def test_a_good_inventory_in_check_mode_plans_and_writes_nothing(
     assert cluster["host"]["name"] == "r1"
     assert cluster["host"]["root_disk"] == {"serial": "SN-r1"}
     assert cluster["iso"]["status"] == "cached"
-    assert fakes.isos == [("https://mirror.example/dvd.iso", SHA)]
+    assert fakes.isos == [("https://mirror.example/dvd.iso", SHA, True)]  # a new claim installs from it
     assert fakes.store.writes() == []
     assert all(b.writes == [] for b in fakes.bmcs.bmcs.values())
     dumped = json.dumps(result)

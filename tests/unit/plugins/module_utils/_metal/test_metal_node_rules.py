@@ -410,7 +410,7 @@ def _run(
         module,
         store_factory=lambda _p: store,
         bmc_opener=bmcs,
-        iso_check=lambda _u, _s: {"status": "cached", "verified": True, "path": "/c.iso"},
+        iso_check=lambda _u, _s, _i: {"status": "cached", "verified": True, "path": "/c.iso"},
         release_fetch=release_fetch,
     )
     assert store.writes() == []

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -524,7 +525,7 @@ def test_each_iso_is_checked_once_and_its_errors_name_the_cluster_field() -> Non
     )(inventory)
     asked: list[str] = []
 
-    def check(url: str, sha256: str) -> dict[str, Any]:
+    def check(url: str, sha256: str, _install: bool) -> dict[str, Any]:
         asked.append(url)
         if "bad" in url:
             raise InputError("iso_checksum", f"{url} has sha256 00..., not the expected {sha256}")
@@ -576,10 +577,22 @@ def _checker(cache: Path, *, download: bool = True) -> pf.IsoCheck:
 
 def test_the_iso_is_downloaded_into_boot_isos_cache_then_found_there(iso_server: str, tmp_path: Path) -> None:
     check = _checker(tmp_path)
-    first = check(f"{iso_server}/dvd.iso", ISO_SHA)
+    first = check(f"{iso_server}/dvd.iso", ISO_SHA, True)
     assert (first["status"], first["verified"]) == ("downloaded", True)
     assert (tmp_path / f"{ISO_SHA}.iso").read_bytes() == _IsoHandler.body
-    assert check(f"{iso_server}/dvd.iso", ISO_SHA)["status"] == "cached"
+    assert check(f"{iso_server}/dvd.iso", ISO_SHA, True)["status"] == "cached"
+    assert check(f"{iso_server}/dvd.iso", ISO_SHA, False)["status"] == "cached"
+
+
+def test_an_iso_no_cluster_installs_from_is_asked_for_its_headers_not_downloaded(
+    iso_server: str, tmp_path: Path
+) -> None:
+    found = _checker(tmp_path)(f"{iso_server}/dvd.iso", ISO_SHA, False)
+    assert (found["status"], found["verified"]) == ("reachable", False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InputError) as caught:
+        _checker(tmp_path)(f"{iso_server}/missing.iso", ISO_SHA, False)
+    assert caught.value.field == "iso_url"
 
 
 @pytest.mark.parametrize(
@@ -597,13 +610,39 @@ def test_a_bad_iso_fails_and_leaves_nothing_in_the_cache(
     path, sha, mode = case
     url = "http://127.0.0.1:9/dvd.iso" if path == "unreachable" else f"{iso_server}{path}"
     with pytest.raises(InputError) as caught:
-        _checker(tmp_path, download=mode == "run")(url, sha)
+        _checker(tmp_path, download=mode == "run")(url, sha, True)
     assert caught.value.field == field
     assert list(tmp_path.iterdir()) == []
 
 
+def _iso_plan(name: str, claim: str, url: str, *, provisioner: str = "redfish", present: bool = True) -> Any:
+    cluster = SimpleNamespace(
+        name=name, where=f"clusters[{name}]", present=present, provisioner=provisioner, iso_url=url, iso_sha256=SHA
+    )
+    return pf.ClusterPlan(cluster=cluster, claim=claim)  # type: ignore[arg-type]
+
+
+def test_only_an_iso_a_cluster_installs_from_is_fetched_for_installing() -> None:
+    plans = [
+        _iso_plan("a", "new", "https://m/one.iso"),
+        _iso_plan("b", "held", "https://m/one.iso"),  # shares a's ISO: one check, which installs
+        _iso_plan("c", "held", "https://m/two.iso"),  # holds its host: found in the cache or reached, not fetched
+        _iso_plan("d", "new", "https://m/three.iso", provisioner="metal3"),  # writes a node image: never fetched
+        _iso_plan("e", "release", "https://m/four.iso", present=False),
+    ]
+    asked: list[tuple[str, bool]] = []
+
+    def check(url: str, _sha: str, install: bool) -> dict[str, Any]:
+        asked.append((url, install))
+        return {"status": "downloaded" if install else "reachable", "verified": install, "path": None}
+
+    assert pf.check_isos(plans, check) == []
+    assert asked == [("https://m/one.iso", True), ("https://m/two.iso", False)]
+    assert [(plan.iso or {}).get("status") for plan in plans] == ["downloaded", "downloaded", "reachable", None, None]
+
+
 def test_check_mode_downloads_nothing_but_asks_for_the_headers(iso_server: str, tmp_path: Path) -> None:
-    found = _checker(tmp_path, download=False)(f"{iso_server}/dvd.iso", ISO_SHA)
+    found = _checker(tmp_path, download=False)(f"{iso_server}/dvd.iso", ISO_SHA, True)
     assert (found["status"], found["verified"]) == ("reachable", False)
     assert list(tmp_path.iterdir()) == []
 
@@ -612,9 +651,9 @@ def test_a_local_iso_is_verified_in_place(tmp_path: Path) -> None:
     iso = tmp_path / "dvd.iso"
     iso.write_bytes(_IsoHandler.body)
     cache = tmp_path / "cache"
-    assert _checker(cache)(iso.as_uri(), ISO_SHA)["status"] == "local"
+    assert _checker(cache)(iso.as_uri(), ISO_SHA, False)["status"] == "local"
     with pytest.raises(InputError) as caught:
-        _checker(cache)(str(iso), SHA)
+        _checker(cache)(str(iso), SHA, True)
     assert caught.value.field == "iso_checksum"
     assert not cache.exists()
 
@@ -640,11 +679,11 @@ def _no_bmc(_host: Host) -> Any:
     raise AssertionError("a BMC was asked although the inventory is bad")
 
 
-def _no_iso(_url: str, _sha: str) -> dict[str, Any]:
+def _no_iso(_url: str, _sha: str, _install: bool) -> dict[str, Any]:
     raise AssertionError("an ISO was fetched although the inventory is bad")
 
 
-def _fits(_url: str, _sha: str) -> dict[str, Any]:
+def _fits(_url: str, _sha: str, _install: bool) -> dict[str, Any]:
     return {"status": "cached", "verified": True, "path": "/cache/x.iso"}
 
 
@@ -679,7 +718,7 @@ def test_an_unreadable_control_plane_is_a_problem_on_kubeconfig_and_isos_are_sti
 
     asked: list[str] = []
 
-    def check(url: str, _sha: str) -> dict[str, Any]:
+    def check(url: str, _sha: str, _install: bool) -> dict[str, Any]:
         asked.append(url)
         raise InputError("iso_url", f"cannot download {url}: Connection refused")
 
