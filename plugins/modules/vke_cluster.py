@@ -292,6 +292,13 @@ kubeconfig_path:
   description: Where the kubeconfig was written.
   returned: when O(kubeconfig_path) is set
   type: str
+kubeconfig_dir_mode:
+  description:
+    - The permission bits of the kubeconfig's directory after the run (V(0700) when this run created it), or null
+      when it does not exist (check mode). A role can then fix a looser mode without a task of its own each run.
+  returned: when O(kubeconfig_path) is set
+  type: str
+  sample: "0700"
 api_requests:
   description: API requests made by this task (C(calls), C(retries), C(total), C(by_method)).
   returned: always

@@ -33,6 +33,14 @@ def private_file_needs_update(path: Path, content: bytes) -> bool:
     return (path.stat().st_mode & 0o777) != PRIVATE_FILE_MODE
 
 
+def directory_mode(path: Path) -> str | None:
+    """A directory's permission bits as four octal digits (``"0700"``), or None when it does not exist."""
+    try:
+        return f"{path.stat().st_mode & 0o7777:04o}"
+    except FileNotFoundError:
+        return None
+
+
 def write_private_file(path: Path, content: bytes) -> bool:
     """Atomically write ``content`` with mode 0600; return whether anything changed.
 

@@ -25,6 +25,7 @@ from ansible_collections.metalplane.inference.plugins.module_utils._common.error
     NotFoundError,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._common.files import (
+    directory_mode,
     private_file_needs_update,
     write_private_file,
 )
@@ -187,6 +188,7 @@ def _present(
             result["changed"] = True
             result["actions"].append(f"wrote kubeconfig to {params['kubeconfig_path']}")
         result["kubeconfig_path"] = params["kubeconfig_path"]
+        result["kubeconfig_dir_mode"] = directory_mode(Path(params["kubeconfig_path"]).parent)
     return {**result, "cluster": cluster, "diff": {"before": before, "after": cluster_view(cluster)}}
 
 

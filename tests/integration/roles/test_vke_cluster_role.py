@@ -208,6 +208,15 @@ def test_up_again_shrink_and_teardown(emu: VultrEmulator, playbook: Callable[...
         ("GET", f"/v2/kubernetes/clusters/{cluster['id']}/config"),
     ]
 
+    # The kubeconfig directory was 0700, so the second run spent no module run on it; loosened behind the role's
+    # back, the next run makes it 0700 again.
+    assert again.task(ROLE_PREFIX + "Create the kubeconfig directory").get("skipped") is True
+    kube_dir.chmod(0o755)
+    loosened = run_role(playbook, emu, ansible_tmp)
+    assert loosened.rc == 0, failure(loosened)
+    assert loosened.task(ROLE_PREFIX + "Create the kubeconfig directory")["changed"] is True
+    assert stat.S_IMODE(kube_dir.stat().st_mode) == 0o700
+
     # The L40S pool is dropped from the list: with vke_cluster_remove_extra_pools it is deleted, the system pool stays.
     shrink = run_role(playbook, emu, ansible_tmp, vke_cluster_gpu_pools=POOLS[:1], vke_cluster_remove_extra_pools=True)
     assert shrink.rc == 0, failure(shrink)
