@@ -82,7 +82,8 @@ options:
         type: list
         elements: str
       expression:
-        description: A JMESPath expression every matched object must make V(true), as in M(metalplane.inference.kube_ready).
+        description:
+          - A JMESPath expression every matched object must make V(true), as in M(metalplane.inference.kube_ready).
         type: str
       identity:
         description:
@@ -107,8 +108,12 @@ EXAMPLES = r"""
     digest: "{{ storage_inputs | to_json | hash('sha256') }}"
     watch:
       - {kind: Node}
-      - {api_version: apps/v1, kind: DaemonSet, namespace: longhorn-system, name: longhorn-manager, identity: generation,
-         expression: "status.numberReady == status.desiredNumberScheduled"}
+      - api_version: apps/v1
+        kind: DaemonSet
+        namespace: longhorn-system
+        name: longhorn-manager
+        identity: generation
+        expression: "status.numberReady == status.desiredNumberScheduled"
       - {kind: Secret, namespace: longhorn-system, label_selectors: ["owner=helm", "name=longhorn", "status=deployed"]}
   register: storage_verified
 

@@ -199,7 +199,7 @@ def new_entry(digest: str, observation: Observation, now: datetime | None = None
 def _who() -> str:
     try:
         user = getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name (a container with an unknown uid) is not an error
+    except Exception:  # no user name (a container with an unknown uid) is not an error
         user = "unknown"
     return f"{user}@{socket.gethostname()}"
 
@@ -238,4 +238,3 @@ def write_entry(store: Any, namespace: str, name: str, phase: str, entry: Mappin
         except Conflict:
             if attempt == CONFLICT_RETRIES:
                 raise
-

@@ -119,6 +119,11 @@ WATCH = [
 ]  # fmt: skip
 
 
+def release_labels(version: str) -> dict[str, str]:
+    """The labels Helm 3 puts on a release Secret."""
+    return {"owner": "helm", "name": "longhorn", "status": "deployed", "version": version}
+
+
 def cluster() -> MemoryApi:
     api = MemoryApi()
     api.put("v1", "Node", "", "n1")
@@ -126,8 +131,7 @@ def cluster() -> MemoryApi:
     api.put("v1", "Namespace", "", NS)
     api.put("apps/v1", "DaemonSet", NS, "longhorn-manager", metadata={"generation": 1},
             status={"numberReady": 2, "desiredNumberScheduled": 2})  # fmt: skip
-    api.put("v1", "Secret", NS, "sh.helm.release.v1.longhorn.v1",
-            metadata={"labels": {"owner": "helm", "name": "longhorn", "status": "deployed", "version": "1"}})  # fmt: skip
+    api.put("v1", "Secret", NS, "sh.helm.release.v1.longhorn.v1", metadata={"labels": release_labels("1")})
     api.put("storage.k8s.io/v1", "StorageClass", "", "rwx", provisioner="driver.longhorn.io")
     return api
 
@@ -145,8 +149,7 @@ def recorded() -> MemoryApi:
 
 def new_helm_revision(api: MemoryApi) -> None:
     api.touch("v1", "Secret", NS, "sh.helm.release.v1.longhorn.v1", metadata__labels__status="superseded")
-    api.put("v1", "Secret", NS, "sh.helm.release.v1.longhorn.v2",
-            metadata={"labels": {"owner": "helm", "name": "longhorn", "status": "deployed", "version": "2"}})  # fmt: skip
+    api.put("v1", "Secret", NS, "sh.helm.release.v1.longhorn.v2", metadata={"labels": release_labels("2")})
 
 
 def recreate_storage_class(api: MemoryApi) -> None:
@@ -191,7 +194,12 @@ AFTER_RECORD: list[tuple[str, Callable[[MemoryApi], Any], bool, str]] = [
         False,
         "watched objects changed",
     ),
-    ("the record deleted", lambda api: api.objects.pop(("v1", "ConfigMap", NS, "metalplane-verified")), False, "no record"),
+    (
+        "the record deleted",
+        lambda api: api.objects.pop(("v1", "ConfigMap", NS, "metalplane-verified")),
+        False,
+        "no record",
+    ),
 ]
 
 
@@ -254,7 +262,7 @@ def test_present_is_idempotent_and_keeps_other_phases() -> None:
 def test_present_refuses_an_unverified_state_and_writes_nothing() -> None:
     api = cluster()
     api.touch("apps/v1", "DaemonSet", NS, "longhorn-manager", status__numberReady=0)
-    with pytest.raises(MetalplaneError, match="Not recording phase 'storage' as verified: DaemonSet .* not ready"):
+    with pytest.raises(MetalplaneError, match=r"Not recording phase 'storage' as verified: DaemonSet .* not ready"):
         run(api, state="present")
     api.objects.pop(("storage.k8s.io/v1", "StorageClass", "", "rwx"))
     with pytest.raises(MetalplaneError, match="StorageClass rwx: not found"):
