@@ -36,9 +36,19 @@ attributes:
     support: none
 options:
   cluster:
-    description: The cluster this run converges (a DNS label, the inventory host name of C(site.yml)).
+    description:
+      - The cluster this run converges (a DNS label, the inventory host name of C(site.yml)).
+      - One of O(cluster) and O(clusters) is required.
     type: str
-    required: true
+  clusters:
+    description:
+      - Several clusters in one module run (C(site.yml) locks every cluster of the play with one task, run once),
+        taken in sorted order, so that two runs locking overlapping sets never wait for each other in a cycle.
+        O(wait_timeout) is one deadline for all of them, and one renewer holds them all.
+      - A cluster whose lock another run still holds at the deadline does not fail the task; its entry in
+        RV(clusters) says C(acquired=false) with the holder in C(msg), so a playbook fails only that cluster.
+    type: list
+    elements: str
   namespace:
     description: Namespace of the Lease on the control plane (where the host claims live too).
     type: str
@@ -85,6 +95,13 @@ EXAMPLES = r"""
     cluster: gpu-ewr-1
     wait_timeout: 0
 
+- name: Hold every cluster of the play in one module run, with one renewer (as site.yml does)
+  metalplane.inference.run_lock:
+    kubeconfig: "{{ modelplane_kubeconfig }}"
+    clusters: "{{ ansible_play_hosts }}"
+  run_once: true
+  register: locks   # locks.clusters[inventory_hostname].acquired
+
 - name: Release it before the run ends (the renewer would, when the run ends)
   metalplane.inference.run_lock:
     kubeconfig: "{{ modelplane_kubeconfig }}"
@@ -129,14 +146,23 @@ renewer_pid:
   returned: when acquired
   type: int
 released:
-  description: Whether this run's lock was deleted.
+  description: Whether this run's lock was deleted (with O(clusters), whether any was).
   returned: state is absent
   type: bool
+clusters:
+  description:
+    - With O(clusters), per cluster, what O(cluster) would return (C(acquired), C(took_over), C(waited_for),
+      C(lock), or C(released)); a lock still held by another run at the deadline has C(acquired=false),
+      C(failed=true) and C(msg).
+  returned: when O(clusters) is given
+  type: dict
 """
 
+import contextlib
+import time
 from typing import Any
 
-from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError
+from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import InputError, WaitTimeout
 from ansible_collections.metalplane.inference.plugins.module_utils._common.module import MetalplaneModule
 from ansible_collections.metalplane.inference.plugins.module_utils._kube import client as kube_client
 from ansible_collections.metalplane.inference.plugins.module_utils._kube import object_store
@@ -152,7 +178,8 @@ MIN_LEASE_SECONDS = 3
 def argument_spec() -> dict[str, Any]:
     return {
         **modelplane_argument_spec(),
-        "cluster": {"type": "str", "required": True},
+        "cluster": {"type": "str"},
+        "clusters": {"type": "list", "elements": "str"},
         "namespace": {"type": "str", "default": "modelplane-system"},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "lease_seconds": {"type": "int", "default": 60},
@@ -163,34 +190,90 @@ def argument_spec() -> dict[str, Any]:
 
 def lock(module: MetalplaneModule) -> dict[str, Any]:
     params = module.params
-    cluster = dns_label("cluster", params["cluster"])
+    names = cluster_names(params)
     namespace = dns_label("namespace", params["namespace"])
     if params["lease_seconds"] < MIN_LEASE_SECONDS:
         raise InputError("lease_seconds", f"must be at least {MIN_LEASE_SECONDS}, got {params['lease_seconds']}")
     if not params.get("kubeconfig"):
         raise InputError("kubeconfig", "required: the Modelplane control plane's kubeconfig (or MODELPLANE_KUBECONFIG)")
     me, found = run_lock.this_run()
-    request = run_lock.LockRequest(namespace, cluster, me, params["lease_seconds"], params["wait_timeout"])
+    many = params.get("clusters") is not None
     with object_store.opened_store(module, None, object_store.connect) as store:
         if params["state"] == "absent":
-            released = run_lock.release(store, namespace, cluster, me, check_mode=module.check_mode)
-            return {"changed": released, "released": released}
-        result = run_lock.acquire(store, request, check_mode=module.check_mode)
-    if not result["acquired"]:
-        return result
-    result.pop("resource_version", None)
-    result["renewer_pid"] = None
-    if params["renew"]:
+            released = {
+                name: run_lock.release(store, namespace, name, me, check_mode=module.check_mode) for name in names
+            }
+            result: dict[str, Any] = {"changed": any(released.values()), "released": any(released.values())}
+            if many:
+                result["clusters"] = {name: {"released": done} for name, done in released.items()}
+            return result
+        outcomes = acquire_all(store, module, namespace, names, me)
+    held = [request for request, outcome in outcomes if outcome.get("acquired")]
+    renewer_pid = None
+    if held and params["renew"]:
         if not found:
             module.warn(
                 "run_lock: no ansible-playbook process found above this module (no /proc?): the lock is released"
                 " when this task ends"
             )
-        result["renewer_pid"] = start_detached(lambda: renew(dict(params), request))
-    return result
+        renewer_pid = start_detached(lambda: renew(dict(params), held))
+    for _request, outcome in outcomes:
+        outcome.pop("resource_version", None)
+        if outcome.get("acquired"):
+            outcome["renewer_pid"] = renewer_pid
+    if not many:
+        return outcomes[0][1]
+    return {
+        "changed": any(outcome.get("changed") for _r, outcome in outcomes),
+        "acquired": all(outcome.get("acquired") for _r, outcome in outcomes),
+        "renewer_pid": renewer_pid,
+        "clusters": {request.cluster: outcome for request, outcome in outcomes},
+    }
 
 
-def renew(params: dict[str, Any], request: run_lock.LockRequest) -> str:
+def cluster_names(params: dict[str, Any]) -> list[str]:
+    """``cluster``, or ``clusters`` sorted and without repeats (the order every run takes them in)."""
+    if params.get("clusters") is not None:
+        if params.get("cluster"):
+            raise InputError("clusters", "give cluster or clusters, not both")
+        names = [dns_label(f"clusters[{index}]", name) for index, name in enumerate(params["clusters"])]
+        return sorted(set(names))
+    if not params.get("cluster"):
+        raise InputError("cluster", "required (or clusters): the cluster this run converges")
+    return [dns_label("cluster", params["cluster"])]
+
+
+def acquire_all(
+    store: Any, module: MetalplaneModule, namespace: str, names: list[str], me: run_lock.RunIdentity
+) -> list[tuple[run_lock.LockRequest, dict[str, Any]]]:
+    """Each lock in turn under one deadline. With ``clusters``, a lock still held at the deadline is an outcome, not a
+    failure; any other error releases what this run took here before it is raised."""
+    params = module.params
+    many = params.get("clusters") is not None
+    deadline = time.monotonic() + params["wait_timeout"]
+    outcomes: list[tuple[run_lock.LockRequest, dict[str, Any]]] = []
+    try:
+        for name in names:
+            remaining = max(0, int(deadline - time.monotonic()))
+            request = run_lock.LockRequest(namespace, name, me, params["lease_seconds"], remaining)
+            try:
+                outcome = run_lock.acquire(store, request, check_mode=module.check_mode)
+            except WaitTimeout as exc:
+                if not many:
+                    raise
+                outcome = {"changed": False, "acquired": False, "failed": True, "msg": exc.msg}
+            outcomes.append((request, outcome))
+    except Exception:
+        if not module.check_mode:
+            for request, outcome in outcomes:
+                if outcome.get("acquired") and outcome.get("changed"):
+                    with contextlib.suppress(Exception):
+                        run_lock.release(store, namespace, request.cluster, me)
+        raise
+    return outcomes
+
+
+def renew(params: dict[str, Any], requests: list[run_lock.LockRequest]) -> str:
     """The renewer's work, in the detached process: a connection of its own, renewals until the run is gone.
 
     Everything it runs is imported before the fork (``kube_client`` above): the module's own files are removed
@@ -199,7 +282,7 @@ def renew(params: dict[str, Any], request: run_lock.LockRequest) -> str:
     kube_client.forget_parents_temp_files()
     store = object_store.connect(params)
     try:
-        return run_lock.renew_while_alive(store, request, alive=lambda: run_lock.process_alive(request.me))
+        return run_lock.renew_while_alive(store, requests, alive=lambda: run_lock.process_alive(requests[0].me))
     finally:
         store.close()
         kube_client.remove_temp_files()

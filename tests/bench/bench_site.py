@@ -6,7 +6,12 @@ that poll) and not the platform's. Each cluster count gets a fresh lab (``labctl
 inventory generated from inventories/lab with N hosts. Also recorded: the task count per run and the
 Vultr requests (from the emulator's log), so a regression in either shows up next to the time.
 
-Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_site [--clusters 1 10] [--json out.json]``.
+Also recorded per run: the CPU seconds of the controller (``ansible-playbook`` and everything it started) and of
+the lab's emulators, which share the machine's cores at delay 0, and the controller's peak memory
+(``proc_usage.py``). ``--no-op-forks 10 25`` runs the no-op once per fork count.
+
+Run: ``PYTHONPATH=tests .venv/bin/python -m bench.bench_site [--clusters 1 10 40] [--no-op-forks 10 25]
+[--json out.json]``.
 Not collected by pytest (``bench_*.py``); tests never assert on wall time.
 """
 
@@ -30,6 +35,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
+from bench import proc_usage
 from lab.common.emulator import lab_command, lab_environment
 from support.collection import ansible_env
 
@@ -59,30 +65,51 @@ def vultr_requests(state_dir: Path) -> int:
     return int(requests.get(url, timeout=10).json()["counters"].get("total", 0))
 
 
-def run_site(playbook: str, inventory: Path, state_dir: Path) -> dict[str, Any]:
-    env = ansible_env(LAB_STATE_DIR=str(state_dir), ANSIBLE_FORKS=str(FORKS))
+def lab_pids(state_dir: Path) -> list[int]:
+    """The lab's emulator processes (labctl's record)."""
+    return [int(entry["pid"]) for entry in json.loads((state_dir / "processes.json").read_text())]
+
+
+def run_site(playbook: str, inventory: Path, state_dir: Path, forks: int = FORKS) -> dict[str, Any]:
+    env = ansible_env(LAB_STATE_DIR=str(state_dir), ANSIBLE_FORKS=str(forks))
     before = vultr_requests(state_dir)
+    lab = proc_usage.tree(lab_pids(state_dir))
+    lab_cpu = proc_usage.cpu_seconds(lab)
+    controller_cpu = proc_usage.children_cpu_seconds()
     started = time.monotonic()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inventory), f"playbooks/{playbook}"],
         cwd=REPO,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
     )
+    with proc_usage.PeakRss(proc.pid) as memory:
+        stdout, stderr = proc.communicate()
     seconds = time.monotonic() - started
+    controller_cpu = proc_usage.children_cpu_seconds() - controller_cpu
+    lab_cpu = proc_usage.cpu_seconds(lab) - lab_cpu
     if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-6000:] + proc.stderr[-3000:])
+        sys.stderr.write(stdout[-6000:] + stderr[-3000:])
         raise SystemExit(f"{playbook} failed (rc {proc.returncode})")
-    recap = [line for line in proc.stdout.splitlines() if " : ok=" in line]
+    recap = [line for line in stdout.splitlines() if " : ok=" in line]
     changed = sum(int(line.split("changed=")[1].split()[0]) for line in recap)
     tasks = sum(int(line.split("ok=")[1].split()[0]) for line in recap)
     return {
         "seconds": round(seconds, 1),
+        "forks": forks,
         "changed": changed,
         "tasks_ok": tasks,
         "vultr_requests": vultr_requests(state_dir) - before,
+        # CPU seconds of ansible-playbook and everything it started, and of the lab's emulators meanwhile.
+        "controller_cpu_seconds": round(controller_cpu, 1),
+        # Of which ansible-playbook's main process (last sample before it exited: a lower bound).
+        "controller_main_cpu_seconds": round(memory.own_cpu, 1),
+        "lab_cpu_seconds": round(lab_cpu, 1),
+        # The largest sum of RSS of ansible-playbook and its descendants at one sample.
+        "controller_peak_rss_mb": round(memory.peak / 2**20),
+        "controller_peak_processes": memory.processes,
     }
 
 
@@ -101,31 +128,47 @@ def bench_lab(clusters: int) -> Iterator[tuple[Path, Path, Path]]:
             subprocess.run([*labctl, "down", "--state-dir", str(state_dir)], check=False, env=env)
 
 
-def bench(clusters: int) -> dict[str, Any]:
+def bench(clusters: int, no_op_forks: list[int]) -> dict[str, Any]:
+    """Up and down at ``FORKS``; the no-op once per entry of ``no_op_forks`` (the first is the table's)."""
     with bench_lab(clusters) as (_work, inventory, state_dir):
         up = run_site("site.yml", inventory, state_dir)
-        again = run_site("site.yml", inventory, state_dir)
+        no_ops = [run_site("site.yml", inventory, state_dir, forks) for forks in no_op_forks]
         down = run_site("down.yml", inventory, state_dir)
-    return {"clusters": clusters, "forks": FORKS, "up": up, "no_op": again, "down": down}
+    return {"clusters": clusters, "forks": FORKS, "up": up, "no_op": no_ops[0], "no_ops": no_ops, "down": down}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, nargs="+", default=[1, 10])
+    parser.add_argument(
+        "--no-op-forks", type=int, nargs="+", default=[FORKS], help="forks of each no-op run (up and down: 10)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     os.chdir(REPO)
-    results = [bench(n) for n in args.clusters]
-    print("| clusters | up s | no-op s (changed) | down s | Vultr requests up / no-op / down |")
-    print("|---|---|---|---|---|")
+    results = []
+    for n in args.clusters:
+        results.append(bench(n, args.no_op_forks))
+        if args.json:  # after each count, so a long run leaves what it measured
+            args.json.write_text(json.dumps(results, indent=2))
+    print(
+        "| clusters | up s | no-op s (changed) | down s | Vultr requests up / no-op / down "
+        "| no-op CPU s controller / lab | peak RSS MB up / no-op / down |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for r in results:
+        up, no_op, down = r["up"], r["no_op"], r["down"]
         print(
-            f"| {r['clusters']} | {r['up']['seconds']} | {r['no_op']['seconds']} ({r['no_op']['changed']}) "
-            f"| {r['down']['seconds']} | {r['up']['vultr_requests']} / {r['no_op']['vultr_requests']} "
-            f"/ {r['down']['vultr_requests']} |"
+            f"| {r['clusters']} | {up['seconds']} | {no_op['seconds']} ({no_op['changed']}) | {down['seconds']} "
+            f"| {up['vultr_requests']} / {no_op['vultr_requests']} / {down['vultr_requests']} "
+            f"| {no_op['controller_cpu_seconds']} / {no_op['lab_cpu_seconds']} "
+            f"| {up['controller_peak_rss_mb']} / {no_op['controller_peak_rss_mb']} / {down['controller_peak_rss_mb']} |"
         )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        for extra in r["no_ops"][1:]:
+            print(
+                f"|   no-op at forks {extra['forks']} | | {extra['seconds']} ({extra['changed']}) | | | "
+                f"{extra['controller_cpu_seconds']} / {extra['lab_cpu_seconds']} | {extra['controller_peak_rss_mb']} |"
+            )
 
 
 if __name__ == "__main__":

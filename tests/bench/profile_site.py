@@ -50,6 +50,8 @@ CONTROLLER_ACTIONS = frozenset(
         "ansible.builtin.include_tasks",
         "ansible.builtin.include_role",
         "ansible.builtin.include_vars",
+        "ansible.builtin.import_tasks",
+        "ansible.builtin.validate_argument_spec",
         "set_fact",
         "assert",
         "group_by",
@@ -59,6 +61,7 @@ CONTROLLER_ACTIONS = frozenset(
         "meta",
         "include_tasks",
         "include_role",
+        "validate_argument_spec",
     }
 )
 # Tasks per calibration play: enough that the per-task mean is stable to a few hundredths of a second.

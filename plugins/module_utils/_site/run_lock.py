@@ -23,7 +23,7 @@ import getpass
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -349,35 +349,52 @@ def release(store: Any, namespace: str, cluster: str, me: RunIdentity, *, check_
 
 def renew_while_alive(
     store: Any,
-    request: LockRequest,
+    requests: Sequence[LockRequest],
     *,
     alive: Callable[[], bool],
     clock: Clock = time.time,
     monotonic: Clock = time.monotonic,
     sleep: Sleep = time.sleep,
 ) -> str:
-    """Renew the lock every third of its duration while ``alive()``; release it when not. Returns why it stopped."""
-    every = max(request.lease_seconds / 3.0, LIVENESS_SECONDS)
-    last_renewed = monotonic()
+    """Renew the locks every third of their duration while ``alive()``; release them when not. Returns why it stopped.
+
+    One renewer holds every lock of a run (a run of 40 clusters keeps one process, not 40). A lock another run
+    holds now (released, or taken after the control plane was unreachable for a whole lease) is dropped; the
+    renewer stops when it holds none."""
+    held = list(requests)
+    every = {r.cluster: max(r.lease_seconds / 3.0, LIVENESS_SECONDS) for r in held}
+    last_renewed = dict.fromkeys(every, monotonic())
+    lost: list[str] = []
     while True:
         if not alive():
-            try:
-                release(store, request.namespace, request.cluster, request.me)
-            except ApiError:
-                return "the run ended; the release failed, the lock expires"
+            failed = []
+            for request in held:
+                try:
+                    release(store, request.namespace, request.cluster, request.me)
+                except ApiError:
+                    failed.append(request.cluster)
+            if failed:
+                return f"the run ended; the release failed for {', '.join(failed)}, the lock expires"
             return "the run ended"
-        if monotonic() - last_renewed >= every:
+        for request in list(held):
+            if monotonic() - last_renewed[request.cluster] < every[request.cluster]:
+                continue
             try:
                 lease = store.get(LEASE_API, LEASE_KIND, request.namespace, lease_name(request.cluster))
                 if not held_by(lease, request.me):
-                    return "the lock was released or taken"
+                    held.remove(request)
+                    lost.append("the lock was released or taken")
+                    continue
                 _take(store, request, lease, clock)
-                last_renewed = monotonic()
+                last_renewed[request.cluster] = monotonic()
             except Conflict:
                 continue
             except ApiError:
-                if monotonic() - last_renewed >= request.lease_seconds:
-                    return "the control plane did not answer for a whole lease duration"
+                if monotonic() - last_renewed[request.cluster] >= request.lease_seconds:
+                    held.remove(request)
+                    lost.append("the control plane did not answer for a whole lease duration")
+        if not held:
+            return lost[-1] if lost else "no lock to renew"
         sleep(LIVENESS_SECONDS)
 
 

@@ -29,7 +29,7 @@ from support.playbook import PlaybookRun
 
 FULL = os.environ.get("METALPLANE_RELIABILITY_FULL") == "1"
 BMC = "r730-1"
-LOCK_TASK = "Hold the cluster for this run, or wait for the run that holds it"
+LOCK_TASK = "Hold the clusters for this run, or wait for the runs that hold them"
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not FULL, reason="make reliability (about 4 min)")]
 
@@ -53,7 +53,7 @@ def test_two_metal_runs_at_once_claim_and_install_once(lab: MetalLab) -> None:
 
     for run in runs:
         assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    locks = [run.task(LOCK_TASK, CLUSTER) for run in runs]
+    locks = [run.task(LOCK_TASK, CLUSTER)["clusters"][CLUSTER] for run in runs]
     waited = sorted(locks, key=lambda lock: lock["waited_seconds"])
     assert waited[0]["waited_for"] is None
     assert waited[1]["waited_for"] == waited[0]["lock"]["holder"]

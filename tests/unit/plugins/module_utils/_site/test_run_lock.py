@@ -22,6 +22,7 @@ import pytest
 
 from ansible_collections.metalplane.inference.plugins.module_utils._common.errors import (
     ConflictError,
+    InputError,
     WaitTimeout,
 )
 from ansible_collections.metalplane.inference.plugins.module_utils._kube.object_store import Conflict
@@ -245,7 +246,7 @@ def test_the_renewer_renews_every_third_of_the_duration_and_releases_when_the_ru
     store.seed(ME, seconds=30)
     request = rl.LockRequest(NS, "gpu-1", ME, 30, 0)
     why = rl.renew_while_alive(
-        store, request, alive=lambda: fake.now < 65, clock=fake.clock, monotonic=fake.monotonic, sleep=fake.sleep
+        store, [request], alive=lambda: fake.now < 65, clock=fake.clock, monotonic=fake.monotonic, sleep=fake.sleep
     )
     assert why == "the run ended"
     assert store.writes == ["replace"] * 6 + ["delete"]  # at 10, 20, ... 60 s, then the release
@@ -258,7 +259,7 @@ def test_the_renewer_stops_when_another_run_holds_the_lock() -> None:
     fake.on_sleep = lambda now: store.seed(OTHER_MACHINE) if now == 5 else None
     request = rl.LockRequest(NS, "gpu-1", ME, 30, 0)
     why = rl.renew_while_alive(
-        store, request, alive=lambda: True, clock=fake.clock, monotonic=fake.monotonic, sleep=fake.sleep
+        store, [request], alive=lambda: True, clock=fake.clock, monotonic=fake.monotonic, sleep=fake.sleep
     )
     assert why == "the lock was released or taken"
     assert store.writes == []
@@ -343,3 +344,83 @@ def test_the_detached_renewer_outlives_its_module_without_holding_the_modules_ou
         sleep(0.1)
     assert marker.read_text() == "done"
     assert pid > 0
+
+
+# --------------------------------------------------------------------------------------------- many clusters, one run
+def seed_lock(store: MemoryObjectStore, cluster: str, holder: rl.RunIdentity) -> None:
+    body = rl.lease_body(NS, cluster, holder, 60, 1000.0)
+    store._stamp(body, f"uid-{cluster}")
+
+
+def test_one_renewer_renews_every_lock_and_keeps_those_another_run_did_not_take() -> None:
+    store, fake = MemoryObjectStore(), FakeTime()
+    for cluster in ("gpu-1", "gpu-2"):
+        seed_lock(store, cluster, ME)
+    # At 15 s another run holds gpu-1's (say, after this one's control plane was unreachable): it is dropped.
+    fake.on_sleep = lambda now: seed_lock(store, "gpu-1", OTHER_MACHINE) if now == 15 else None
+    requests = [rl.LockRequest(NS, cluster, ME, 30, 0) for cluster in ("gpu-1", "gpu-2")]
+    why = rl.renew_while_alive(
+        store, requests, alive=lambda: fake.now < 35, clock=fake.clock, monotonic=fake.monotonic, sleep=fake.sleep
+    )
+    assert why == "the run ended"
+    # gpu-1 renewed at 10 s only; gpu-2 at 10, 20 and 30 s, then released; gpu-1 stays the other run's.
+    assert store.writes == ["replace", "replace", "replace", "replace", "delete"]
+    assert "metalplane-run.gpu-2" not in store.objects
+    assert rl.holder_of(store.objects["metalplane-run.gpu-1"]) == OTHER_MACHINE
+
+
+class LockModule:
+    def __init__(self, **params: Any) -> None:
+        self.params = {"lease_seconds": 60, "wait_timeout": 0, "clusters": None, "cluster": None, **params}
+        self.check_mode = False
+
+
+def test_many_clusters_are_taken_in_sorted_order_and_a_held_one_is_an_outcome_not_a_failure() -> None:
+    from ansible_collections.metalplane.inference.plugins.modules import run_lock as module
+
+    store = MemoryObjectStore()
+    seed_lock(store, "gpu-2", OTHER_MACHINE)  # a live run on another machine holds it
+    params = LockModule(clusters=["gpu-3", "gpu-1", "gpu-2", "gpu-1"])
+    names = module.cluster_names(params.params)
+    assert names == ["gpu-1", "gpu-2", "gpu-3"]
+    outcomes = module.acquire_all(store, params, NS, names, ME)
+    by_cluster = {request.cluster: outcome for request, outcome in outcomes}
+    assert [request.cluster for request, _o in outcomes] == names
+    assert by_cluster["gpu-1"]["acquired"] is True
+    assert by_cluster["gpu-3"]["acquired"] is True
+    assert by_cluster["gpu-2"]["acquired"] is False
+    assert by_cluster["gpu-2"]["failed"] is True
+    assert "Cluster gpu-2 is being converged by another run" in by_cluster["gpu-2"]["msg"]
+    assert rl.holder_of(store.objects["metalplane-run.gpu-2"]) == OTHER_MACHINE
+
+
+def test_an_error_midway_releases_the_locks_this_run_took_before_it_is_raised() -> None:
+    from ansible_collections.metalplane.inference.plugins.modules import run_lock as module
+
+    store = MemoryObjectStore()
+
+    def fail_the_third(_action: str) -> None:
+        if len(store.writes) == 2:
+            raise ConflictError("the control plane refused")
+
+    store.before_write = fail_the_third
+    params = LockModule(clusters=["gpu-1", "gpu-2", "gpu-3"])
+    with pytest.raises(ConflictError):
+        module.acquire_all(store, params, NS, ["gpu-1", "gpu-2", "gpu-3"], ME)
+    assert store.objects == {}  # the two taken were released
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"cluster": "gpu-1", "clusters": ["gpu-2"]}, "clusters"),
+        ({}, "cluster"),
+        ({"clusters": ["Not_A_Label"]}, "clusters[0]"),
+    ],
+)
+def test_cluster_or_clusters(params: dict[str, Any], field: str) -> None:
+    from ansible_collections.metalplane.inference.plugins.modules import run_lock as module
+
+    with pytest.raises(InputError) as raised:
+        module.cluster_names(LockModule(**params).params)
+    assert raised.value.field == field
