@@ -43,18 +43,44 @@ LAB_INVENTORY = REPO / "inventories" / "lab"
 FORKS = 10
 
 
-def write_inventory(directory: Path, clusters: int) -> Path:
-    """inventories/lab with ``clusters`` hosts, each like the lab's one (own name and network)."""
+# The lab's BMCs, each with a simulated server behind it (2x V100), in the order a mixed inventory uses them.
+LAB_BMCS = ("r730-1", "r740-1", "gen-1")
+
+
+def write_inventory(directory: Path, clusters: int, metal: int = 0) -> Path:
+    """inventories/lab with ``clusters`` clusters: ``metal`` bare-metal ones (each on a pool of one lab BMC, with
+    its own networks and LoadBalancer range), the rest VKE clusters like the lab's one (own name and network)."""
+    if not 0 <= metal <= min(clusters, len(LAB_BMCS)):
+        raise SystemExit(f"--metal must be 0 to {min(clusters, len(LAB_BMCS))} (the lab has {len(LAB_BMCS)} BMCs)")
     shutil.copytree(LAB_INVENTORY / "group_vars", directory / "group_vars")
     lab = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text())
-    template = next(iter(lab["all"]["children"]["vke_clusters"]["hosts"].values()))
-    hosts = {
-        f"bench-{index:02d}": {**template, "cluster_networks": [f"10.{40 + index}.0.0/20"]} for index in range(clusters)
+    children = lab["all"]["children"]
+    template = next(iter(children["vke_clusters"]["hosts"].values()))
+    children["vke_clusters"]["hosts"] = {
+        f"bench-{index:02d}": {**template, "cluster_networks": [f"10.{40 + index}.0.0/20"]}
+        for index in range(clusters - metal)
     }
-    lab["all"]["children"]["vke_clusters"]["hosts"] = hosts
-    # The VKE path only (as before the bare-metal clusters joined the lab inventory).
-    lab["all"]["children"].pop("metal_clusters", None)
-    lab["all"]["children"].pop("pool_lab", None)
+    metal_template = next(iter(children["metal_clusters"]["hosts"].values()))
+    children.pop("pool_lab", None)
+    children["metal_clusters"]["hosts"] = {}
+    for index, bmc in enumerate(LAB_BMCS[:metal]):
+        # A pool of one BMC per cluster: the node address the cluster writes is that host's.
+        pool = "bench_" + bmc.replace("-", "_")
+        children[f"pool_{pool}"] = {"hosts": {bmc: None}}
+        shutil.copy(LAB_INVENTORY / "group_vars" / "pool_lab.yml", directory / "group_vars" / f"pool_{pool}.yml")
+        cluster = {
+            key: str(value).replace("r730-1", bmc) if isinstance(value, str) else value
+            for key, value in metal_template.items()
+        }
+        cluster["baremetal_host_dns"] = [cluster["baremetal_host_gateway"]]
+        cluster.update(
+            baremetal_host_pool=pool,
+            cluster_networks=[f"10.{100 + 2 * index}.0.0/16", f"10.{101 + 2 * index}.0.0/16"],
+            kubeadm_node_lb_pool=[f"127.77.0.{200 + 10 * index}-127.77.0.{209 + 10 * index}"],
+        )
+        children["metal_clusters"]["hosts"][f"metal-{bmc}"] = cluster
+    if not metal:
+        children.pop("metal_clusters")
     (directory / "hosts.yml").write_text(yaml.safe_dump(lab, sort_keys=False))
     return directory
 
@@ -114,11 +140,12 @@ def run_site(playbook: str, inventory: Path, state_dir: Path, forks: int = FORKS
 
 
 @contextmanager
-def bench_lab(clusters: int) -> Iterator[tuple[Path, Path, Path]]:
-    """A fresh lab at delay 0 with an inventory of ``clusters`` clusters: (work directory, inventory, state dir)."""
+def bench_lab(clusters: int, metal: int = 0) -> Iterator[tuple[Path, Path, Path]]:
+    """A fresh lab at delay 0 with an inventory of ``clusters`` clusters (``metal`` of them bare metal): (work
+    directory, inventory, state dir)."""
     with tempfile.TemporaryDirectory(prefix="mp-bench-") as tmp:
         state_dir = Path(tmp) / "state"
-        inventory = write_inventory(Path(tmp) / "inventory", clusters)
+        inventory = write_inventory(Path(tmp) / "inventory", clusters, metal)
         labctl = lab_command("lab.labctl")
         env = lab_environment()
         subprocess.run([*labctl, "up", "--state-dir", str(state_dir), "--delay-scale", "0"], check=True, env=env)
@@ -128,13 +155,26 @@ def bench_lab(clusters: int) -> Iterator[tuple[Path, Path, Path]]:
             subprocess.run([*labctl, "down", "--state-dir", str(state_dir)], check=False, env=env)
 
 
-def bench(clusters: int, no_op_forks: list[int]) -> dict[str, Any]:
+def bench(clusters: int, no_op_forks: list[int], metal: int = 0) -> dict[str, Any]:
     """Up and down at ``FORKS``; the no-op once per entry of ``no_op_forks`` (the first is the table's)."""
-    with bench_lab(clusters) as (_work, inventory, state_dir):
+    with bench_lab(clusters, metal) as (_work, inventory, state_dir):
         up = run_site("site.yml", inventory, state_dir)
         no_ops = [run_site("site.yml", inventory, state_dir, forks) for forks in no_op_forks]
         down = run_site("down.yml", inventory, state_dir)
-    return {"clusters": clusters, "forks": FORKS, "up": up, "no_op": no_ops[0], "no_ops": no_ops, "down": down}
+    return {
+        "clusters": clusters,
+        "metal": metal,
+        "forks": FORKS,
+        "up": up,
+        "no_op": no_ops[0],
+        "no_ops": no_ops,
+        "down": down,
+    }
+
+
+def label(result: dict[str, Any]) -> str:
+    metal = result.get("metal") or 0
+    return f"{result['clusters']} ({metal} metal)" if metal else str(result["clusters"])
 
 
 def main() -> None:
@@ -143,12 +183,15 @@ def main() -> None:
     parser.add_argument(
         "--no-op-forks", type=int, nargs="+", default=[FORKS], help="forks of each no-op run (up and down: 10)"
     )
+    parser.add_argument(
+        "--metal", type=int, default=0, help="of each count, this many bare-metal clusters (one per lab BMC, at most 3)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     os.chdir(REPO)
     results = []
     for n in args.clusters:
-        results.append(bench(n, args.no_op_forks))
+        results.append(bench(n, args.no_op_forks, min(args.metal, n)))
         if args.json:  # after each count, so a long run leaves what it measured
             args.json.write_text(json.dumps(results, indent=2))
     print(
@@ -159,7 +202,7 @@ def main() -> None:
     for r in results:
         up, no_op, down = r["up"], r["no_op"], r["down"]
         print(
-            f"| {r['clusters']} | {up['seconds']} | {no_op['seconds']} ({no_op['changed']}) | {down['seconds']} "
+            f"| {label(r)} | {up['seconds']} | {no_op['seconds']} ({no_op['changed']}) | {down['seconds']} "
             f"| {up['vultr_requests']} / {no_op['vultr_requests']} / {down['vultr_requests']} "
             f"| {no_op['controller_cpu_seconds']} / {no_op['lab_cpu_seconds']} "
             f"| {up['controller_peak_rss_mb']} / {no_op['controller_peak_rss_mb']} / {down['controller_peak_rss_mb']} |"
