@@ -135,6 +135,8 @@ def run_site(playbook: str, inventory: Path, state_dir: Path, forks: int = FORKS
         "lab_cpu_seconds": round(lab_cpu, 1),
         # The largest sum of RSS of ansible-playbook and its descendants at one sample.
         "controller_peak_rss_mb": round(memory.peak / 2**20),
+        # The same moment's memory without double counting the pages the forks share (proportional set size).
+        "controller_peak_pss_mb": round(memory.peak_pss / 2**20),
         "controller_peak_processes": memory.processes,
     }
 
@@ -196,7 +198,7 @@ def main() -> None:
             args.json.write_text(json.dumps(results, indent=2))
     print(
         "| clusters | up s | no-op s (changed) | down s | Vultr requests up / no-op / down "
-        "| no-op CPU s controller / lab | peak RSS MB up / no-op / down |"
+        "| no-op CPU s controller / lab | peak PSS MB up / no-op / down |"
     )
     print("|---|---|---|---|---|---|---|")
     for r in results:
@@ -205,12 +207,12 @@ def main() -> None:
             f"| {label(r)} | {up['seconds']} | {no_op['seconds']} ({no_op['changed']}) | {down['seconds']} "
             f"| {up['vultr_requests']} / {no_op['vultr_requests']} / {down['vultr_requests']} "
             f"| {no_op['controller_cpu_seconds']} / {no_op['lab_cpu_seconds']} "
-            f"| {up['controller_peak_rss_mb']} / {no_op['controller_peak_rss_mb']} / {down['controller_peak_rss_mb']} |"
+            f"| {up['controller_peak_pss_mb']} / {no_op['controller_peak_pss_mb']} / {down['controller_peak_pss_mb']} |"
         )
         for extra in r["no_ops"][1:]:
             print(
                 f"|   no-op at forks {extra['forks']} | | {extra['seconds']} ({extra['changed']}) | | | "
-                f"{extra['controller_cpu_seconds']} / {extra['lab_cpu_seconds']} | {extra['controller_peak_rss_mb']} |"
+                f"{extra['controller_cpu_seconds']} / {extra['lab_cpu_seconds']} | {extra['controller_peak_pss_mb']} |"
             )
 
 

@@ -19,7 +19,7 @@ PROC = Path("/proc")
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # Seconds between two samples of the controller's memory: short enough to catch the forks of a task.
-SAMPLE_SECONDS = 0.2
+SAMPLE_SECONDS = 0.5
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -69,6 +69,21 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / TICKS
 
 
+def pss_bytes(pids: Iterable[int]) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n to each (forks share most of their memory
+    with ansible-playbook, which a sum of RSS would count once per fork)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in (PROC / str(pid) / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def rss_bytes(pids: Iterable[int]) -> int:
     total = 0
     for pid in pids:
@@ -101,6 +116,7 @@ class PeakRss:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak = 0
+        self.peak_pss = 0
         self.processes = 0
         self.own_cpu = 0.0
         self._stop = threading.Event()
@@ -123,4 +139,5 @@ class PeakRss:
             total = rss_bytes(pids)
             if total > self.peak:
                 self.peak, self.processes = total, len(pids)
+            self.peak_pss = max(self.peak_pss, pss_bytes(pids))
             self._stop.wait(SAMPLE_SECONDS)
