@@ -25,6 +25,7 @@ description:
     match what the killed run changed, so the next run runs the phase in full.
 author: metalplane.inference contributors (@metalplane)
 extends_documentation_fragment:
+  - metalplane.inference.attributes
   - metalplane.inference.kube
 attributes:
   check_mode:
