@@ -23,7 +23,9 @@ short_description: Seconds per cluster and phase, as a summary table, a JSON fil
 description:
   - Records, for each inventory host (one host is one cluster) and each phase, the seconds its tasks took.
   - A task declares its phase with a tag C(phase:<name>) on the task, or on an enclosing block, C(import_tasks),
-    role or play (tags are inherited; the nearest one wins). Tasks without one count as phase C(other).
+    role or play (tags are inherited; the nearest one wins; of several phases on one level, the earliest in the list
+    below). Tasks without one count as phase C(other). C(include_tasks) tasks are not counted (the tasks they include
+    are).
   - Known phases, shown in this order, are C(preflight), C(lock), C(claim), C(boot), C(install), C(recovery),
     C(driver), C(kubernetes) (bare metal), C(provision), C(gpu_ready), C(storage), C(adoption), C(smoke),
     C(teardown), C(wipe) and C(release); other names (lower-case letters, digits, C(_) and C(-), which is read as
@@ -142,24 +144,62 @@ _MACHINE_STDOUT = re.compile(r"json", re.IGNORECASE)
 
 
 def phase_from_tags(tags: Iterable[Any]) -> str:
-    """The first ``phase:<name>`` tag (the task's own tags come before inherited ones), or ``other``."""
+    """The phase that one level's ``phase:<name>`` tags name, or ``other``; of several, the earliest in the life cycle.
+
+    Why the earliest and not the first: Ansible keeps a level's own tags as a set, so their order differs between runs
+    (a task tagged ``phase:provision`` and ``phase:gpu_ready`` listed them either way round); the life-cycle order is
+    the same every run. Custom phases come after the known ones, alphabetically."""
+    names = []
     for tag in tags or ():
         text = str(tag)
         if not text.startswith(PHASE_TAG_PREFIX) or "{{" in text:
             continue
         name = text[len(PHASE_TAG_PREFIX) :].strip().lower().replace("-", "_")
         if _PHASE_NAME.match(name):
-            return name
-    return OTHER
+            names.append(name)
+    return phase_order(names)[0] if names else OTHER
+
+
+def _own_tags(item: Any) -> list[Any]:
+    """The tags written on this level itself (Ansible keeps them in ``_tags``; ``tags`` adds the inherited ones)."""
+    own = getattr(item, "_tags", None)
+    return list(own) if isinstance(own, list | tuple) else []
+
+
+def _levels(task: Any) -> list[Any]:
+    """The task, then each enclosing block and include, then the role of a ``roles:`` entry and the play."""
+    levels, item = [], task
+    while item is not None and len(levels) < 64:  # a guard against a cycle, never reached by real plays
+        levels.append(item)
+        parent = getattr(item, "_parent", None)
+        if parent is None:
+            levels.extend(level for level in (getattr(item, "_role", None), getattr(item, "_play", None)) if level)
+        item = parent
+    return levels
 
 
 def task_phase(task: Any) -> str:
-    """The phase of an Ansible Task: its tags already include the block, role and play tags."""
+    """The phase of an Ansible Task: that of the nearest level (the task, then each enclosing block, include, role and
+    play) whose own tags name one."""
     try:
-        tags = task.tags
+        levels = _levels(task)
+        if not any(_own_tags(level) for level in levels):
+            # Not a real Task (or one from an Ansible that keeps tags elsewhere): its flat tag list, own ones first.
+            tags = task.tags
+            return phase_from_tags(tags if isinstance(tags, list | tuple) else [])
     except Exception:  # a callback must never break the run
-        tags = []
-    return phase_from_tags(tags if isinstance(tags, list | tuple) else [])
+        return OTHER
+    for level in levels:
+        phase = phase_from_tags(_own_tags(level))
+        if phase != OTHER:
+            return phase
+    return OTHER
+
+
+def is_tasks_include(task: Any) -> bool:
+    """An ``include_tasks`` task: it takes no time of its own and the tasks it includes carry their own phases, so it
+    is not counted (site.yml's converge include names every phase of both paths, which no one phase describes)."""
+    return str(getattr(task, "action", "") or "").rsplit(".", 1)[-1] == "include_tasks"
 
 
 def recoveries_in(result: Any) -> list[str]:
@@ -591,10 +631,13 @@ class CallbackModule(CallbackBase):
         self._task_starts[task._uuid] = self.timeline.now()
 
     def v2_runner_on_start(self, host: Any, task: Any) -> None:
-        self.timeline.task_started(host.get_name(), task._uuid, task_phase(task))
+        if not is_tasks_include(task):
+            self.timeline.task_started(host.get_name(), task._uuid, task_phase(task))
 
     def _finished(self, result: Any, *, failed: bool) -> None:
         host, task = _result_host_task(result)
+        if is_tasks_include(task):
+            return
         self.timeline.task_finished(
             host, task._uuid, task_phase(task), failed=failed, fallback_start=self._task_starts.get(task._uuid)
         )

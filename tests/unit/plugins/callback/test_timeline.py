@@ -39,7 +39,12 @@ class Clock:
         ([], "other"),
         (None, "other"),
         (["phase:provision"], "provision"),
-        (["slow", "phase:storage", "phase:provision"], "storage"),  # the task's own tags come first
+        # Several phases on one level: the earliest in the life cycle, whatever the order Ansible lists them in.
+        (["slow", "phase:storage", "phase:provision"], "provision"),
+        (["phase:provision", "phase:storage", "slow"], "provision"),
+        (["phase:release", "phase:claim", "phase:provision"], "claim"),
+        (["phase:zeta", "phase:alpha"], "alpha"),  # custom phases alphabetically
+        (["phase:zeta", "phase:smoke"], "smoke"),  # known phases before custom ones
         (["phase:GPU-Ready"], "gpu_ready"),
         (["phase:gpu_ready"], "gpu_ready"),
         (["phase:{{ state }}", "phase:teardown"], "teardown"),  # untemplated tags are skipped
@@ -95,6 +100,34 @@ def test_phase_inherited_from_real_play_and_block() -> None:
         "in block": "storage",
         "own in block": "adoption",
     }
+
+
+def test_a_task_with_two_phases_counts_as_the_earlier_and_an_include_of_tasks_is_not_counted() -> None:
+    """Real ansible objects (the play's own phase is farther than the task's two). What the include brings in is
+    checked on real runs: tests/integration/test_site_playbook.py asserts each path's phases."""
+    loader = DataLoader()
+    play = Play.load(
+        {
+            "name": "p",
+            "hosts": "all",
+            "gather_facts": False,
+            "tags": ["phase:teardown"],
+            "tasks": [
+                {"name": "two", "debug": {"msg": 1}, "tags": ["phase:gpu_ready", "phase:provision"]},
+                {
+                    "name": "inc",
+                    "include_tasks": {"file": "x.yml", "apply": {"tags": ["phase:storage"]}},
+                    "tags": ["phase:release", "phase:claim"],
+                },
+            ],
+        },
+        variable_manager=VariableManager(loader=loader),
+        loader=loader,
+    )
+    tasks = {task.name: task for block in play.compile() for task in block.block}
+    assert tl.task_phase(tasks["two"]) == "provision"
+    assert tl.is_tasks_include(tasks["inc"])
+    assert not tl.is_tasks_include(tasks["two"])
 
 
 def test_task_phase_survives_broken_task() -> None:
