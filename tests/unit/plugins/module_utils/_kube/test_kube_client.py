@@ -101,3 +101,29 @@ def test_translate_uses_the_status_message() -> None:
     exc = ApiException(status=403, reason="Forbidden")
     exc.body = '{"kind":"Status","message":"nodes is forbidden: User \\"x\\" cannot list"}'
     assert translate(exc, "Listing Node").msg == 'Listing Node: HTTP 403: nodes is forbidden: User "x" cannot list'
+
+
+def test_the_client_import_leaves_kubernetes_validate_out_and_importable() -> None:
+    """A module process that imports the client first does not load kubernetes-validate (and jsonschema), and
+    anyone importing it afterwards still gets it. In a fresh interpreter: this process may have imported both."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("kubernetes_validate") is None:
+        pytest.skip("kubernetes-validate is not installed in this lane: nothing to leave out")
+    probe = (
+        "import sys\n"
+        "from ansible_collections.metalplane.inference.plugins.module_utils._kube import client\n"
+        "import kubernetes.dynamic.client as dynamic\n"
+        "assert client.KUBERNETES_IMPORT_ERROR is None, client.KUBERNETES_IMPORT_ERROR\n"
+        "assert not dynamic.HAS_KUBERNETES_VALIDATE\n"
+        "assert 'kubernetes_validate' not in sys.modules and 'jsonschema' not in sys.modules\n"
+        "import kubernetes_validate\n"
+    )
+    from ansible_collections.metalplane.inference.plugins.module_utils._kube import client
+
+    root = Path(client.__file__).parents[6]  # the directory that holds ansible_collections/
+    command = [sys.executable, "-c", probe]
+    done = subprocess.run(command, env={"PYTHONPATH": str(root)}, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
