@@ -118,6 +118,10 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: without it the body of each answer waits for the client's delayed ACK of the headers (40 ms on
+    # Linux), an artefact of this server's two writes (tests/lab/kube/server.py); the BMC's own timing is the
+    # personality's delays.
+    disable_nagle_algorithm = True
     server: _Server
     server_version = "Appweb/4.5"  # what iDRACs announce
     sys_version = ""

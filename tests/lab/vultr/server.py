@@ -690,6 +690,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as clients expect; every answer has a Content-Length
+    # TCP_NODELAY: the headers and the body are two writes, and with Nagle's algorithm the body waits for the client's
+    # delayed ACK of the headers (40 ms on Linux), a delay no real API adds (tests/lab/kube/server.py).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
