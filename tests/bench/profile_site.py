@@ -134,6 +134,9 @@ def calibrate(directory: Path, env: dict[str, str]) -> dict[str, float]:
             "hosts": "localhost",
             "connection": "local",
             "gather_facts": False,
+            # The interpreter the inventory's clusters run their modules with; discovery may find one that does not
+            # start (a pyenv shim for a version not selected).
+            "vars": {"ansible_python_interpreter": sys.executable},
             "tasks": [{"name": f"{name} {index}", **task} for index in range(CALIBRATION_TASKS)],
         }
         for name, task in (
