@@ -59,42 +59,45 @@ def test_phase_from_tags(tags: Any, phase: str) -> None:
     assert tl.phase_from_tags(tags) == phase
 
 
-def test_phase_inherited_from_real_play_and_block() -> None:
-    """Real ansible Task objects: play and block tags are inherited, the nearest one wins."""
+def real_tasks(play_tags: list[str], tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Real ansible Task objects of a play tagged ``play_tags``, by name, blocks flattened."""
     loader = DataLoader()
     play = Play.load(
-        {
-            "name": "p",
-            "hosts": "all",
-            "gather_facts": False,
-            "tags": ["phase:provision"],
-            "tasks": [
-                {"name": "plain", "debug": {"msg": 1}},
-                {"name": "own", "debug": {"msg": 1}, "tags": ["phase:gpu_ready"]},
-                {
-                    "name": "blk",
-                    "tags": ["phase:storage"],
-                    "block": [
-                        {"name": "in block", "debug": {"msg": 1}},
-                        {"name": "own in block", "debug": {"msg": 1}, "tags": ["phase:adoption"]},
-                    ],
-                },
-            ],
-        },
+        {"name": "p", "hosts": "all", "gather_facts": False, "tags": play_tags, "tasks": tasks},
         variable_manager=VariableManager(loader=loader),
         loader=loader,
     )
-    found = {}
+    found: dict[str, Any] = {}
 
     def walk(items: list[Any]) -> None:
         for item in items:
-            if hasattr(item, "block") and isinstance(getattr(item, "block", None), list):
+            if isinstance(getattr(item, "block", None), list):
                 walk(item.block)
             else:
-                found[item.name] = tl.task_phase(item)
+                found[item.name] = item
 
     walk(play.compile())
-    assert {k: v for k, v in found.items() if k in {"plain", "own", "in block", "own in block"}} == {
+    return found
+
+
+def test_phase_inherited_from_real_play_and_block() -> None:
+    """Real ansible Task objects: play and block tags are inherited, the nearest one wins."""
+    tasks = real_tasks(
+        ["phase:provision"],
+        [
+            {"name": "plain", "debug": {"msg": 1}},
+            {"name": "own", "debug": {"msg": 1}, "tags": ["phase:gpu_ready"]},
+            {
+                "name": "blk",
+                "tags": ["phase:storage"],
+                "block": [
+                    {"name": "in block", "debug": {"msg": 1}},
+                    {"name": "own in block", "debug": {"msg": 1}, "tags": ["phase:adoption"]},
+                ],
+            },
+        ],
+    )
+    assert {name: tl.task_phase(tasks[name]) for name in ("plain", "own", "in block", "own in block")} == {
         "plain": "provision",
         "own": "gpu_ready",
         "in block": "storage",
@@ -105,26 +108,17 @@ def test_phase_inherited_from_real_play_and_block() -> None:
 def test_a_task_with_two_phases_counts_as_the_earlier_and_an_include_of_tasks_is_not_counted() -> None:
     """Real ansible objects (the play's own phase is farther than the task's two). What the include brings in is
     checked on real runs: tests/integration/test_site_playbook.py asserts each path's phases."""
-    loader = DataLoader()
-    play = Play.load(
-        {
-            "name": "p",
-            "hosts": "all",
-            "gather_facts": False,
-            "tags": ["phase:teardown"],
-            "tasks": [
-                {"name": "two", "debug": {"msg": 1}, "tags": ["phase:gpu_ready", "phase:provision"]},
-                {
-                    "name": "inc",
-                    "include_tasks": {"file": "x.yml", "apply": {"tags": ["phase:storage"]}},
-                    "tags": ["phase:release", "phase:claim"],
-                },
-            ],
-        },
-        variable_manager=VariableManager(loader=loader),
-        loader=loader,
+    tasks = real_tasks(
+        ["phase:teardown"],
+        [
+            {"name": "two", "debug": {"msg": 1}, "tags": ["phase:gpu_ready", "phase:provision"]},
+            {
+                "name": "inc",
+                "include_tasks": {"file": "x.yml", "apply": {"tags": ["phase:storage"]}},
+                "tags": ["phase:release", "phase:claim"],
+            },
+        ],
     )
-    tasks = {task.name: task for block in play.compile() for task in block.block}
     assert tl.task_phase(tasks["two"]) == "provision"
     assert tl.is_tasks_include(tasks["inc"])
     assert not tl.is_tasks_include(tasks["two"])
